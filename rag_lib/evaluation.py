@@ -1,0 +1,137 @@
+"""Model-free RAG metrics: answer EM/F1, retrieval recall@k/MRR, and context recall/relevance.
+
+The answer scheme is chosen per gold answer with `detect_language(gold)`: Chinese golds are scored as the
+CMRC 2018 script does (mixed segmentation + longest-common-substring F1), English golds as SQuAD v1.1
+(articles dropped + bag-of-tokens F1). The prediction is always normalised with its gold's scheme.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Sequence
+
+from rag_lib.text import detect_language, split_sentences
+
+_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # same ranges as rag_lib.text
+# One token per CJK character, one per run of other letters/digits; punctuation and spaces fall out.
+_MIXED_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
+_PUNCTUATION = re.compile(r"[^\w\s]|_")
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+
+
+def _tokens(text: str, language: str) -> list[str]:
+    """Normalise and tokenise text: CMRC 2018 mixed segmentation for "zh", SQuAD normalisation for "en"."""
+    text = text.lower()
+    if language == "zh":
+        return _MIXED_TOKEN.findall(text)
+    return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text)).split()
+
+
+def _gold_list(golds: str | Sequence[str]) -> list[str]:
+    """Accept one gold answer or several, and refuse an empty reference so scores are never silently 0."""
+    gold_list = [g for g in ([golds] if isinstance(golds, str) else golds) if g.strip()]
+    if not gold_list:
+        raise ValueError("golds must contain at least one non-empty reference answer")
+    return gold_list
+
+
+def _lcs_length(a: list[str], b: list[str]) -> int:
+    """Length of the longest common contiguous run of tokens (the official CMRC 2018 `find_lcs`)."""
+    best, previous = 0, [0] * (len(b) + 1)
+    for token_a in a:
+        current = [0] * (len(b) + 1)
+        for j, token_b in enumerate(b, start=1):
+            if token_a == token_b:
+                current[j] = previous[j - 1] + 1
+                best = max(best, current[j])
+        previous = current
+    return best
+
+
+def _f1_single(prediction: str, gold: str) -> float:
+    """F1 against one gold: LCS-based for Chinese (CMRC 2018), token-overlap for English (SQuAD v1.1)."""
+    language = detect_language(gold)
+    pred, ref = _tokens(prediction, language), _tokens(gold, language)
+    common = _lcs_length(ref, pred) if language == "zh" else sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _em_single(prediction: str, gold: str) -> bool:
+    """Whether prediction and one gold have the same normalised tokens under the gold's language scheme."""
+    language = detect_language(gold)
+    return _tokens(prediction, language) == _tokens(gold, language)
+
+
+def exact_match(prediction: str, golds: str | Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0 (spaces/punctuation ignored)."""
+    return float(any(_em_single(prediction, gold) for gold in _gold_list(golds)))
+
+
+def f1(prediction: str, golds: str | Sequence[str]) -> float:
+    """Token F1 between prediction and the best-matching gold answer, giving credit for partial answers."""
+    return max(_f1_single(prediction, gold) for gold in _gold_list(golds))
+
+
+def _check_k(k: int) -> None:
+    """Reject cut-offs below 1, which would make every retrieval metric meaningless."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+
+
+def _relevant_set(relevant_ids: Iterable[Hashable]) -> set[Hashable]:
+    """Collect the relevant ids, refusing an empty set (recall would divide by zero)."""
+    relevant = set(relevant_ids)
+    if not relevant:
+        raise ValueError("relevant_ids must contain at least one id")
+    return relevant
+
+
+def recall_at_k(ranked_ids: Sequence[Hashable], relevant_ids: Iterable[Hashable], k: int) -> float:
+    """Fraction of relevant ids found in the top k results; with one relevant id this is the hit rate (hit@k)."""
+    _check_k(k)
+    relevant = _relevant_set(relevant_ids)
+    return len(relevant.intersection(ranked_ids[:k])) / len(relevant)
+
+
+def reciprocal_rank(ranked_ids: Sequence[Hashable], relevant_ids: Iterable[Hashable], k: int | None = None) -> float:
+    """1/rank of the first relevant id within the top k (all results if k is None), else 0.0; average it for MRR."""
+    if k is not None:
+        _check_k(k)
+    relevant = _relevant_set(relevant_ids)
+    return next((1.0 / rank for rank, doc_id in enumerate(ranked_ids[:k], start=1) if doc_id in relevant), 0.0)
+
+
+def _contains(text: str, answer: str) -> bool:
+    """True when the normalised answer occurs in the normalised text on token boundaries (as EM normalises)."""
+    language = detect_language(answer)
+    needle = " ".join(_tokens(answer, language))
+    return bool(needle) and f" {needle} " in f" {' '.join(_tokens(text, language))} "
+
+
+def context_recall(contexts: Sequence[str], gold_answers: str | Sequence[str]) -> float:
+    """Fraction of gold answers that appear in the joined retrieved contexts: could the generator have answered?"""
+    answers, joined = _gold_list(gold_answers), "\n".join(contexts)
+    return sum(_contains(joined, answer) for answer in answers) / len(answers)
+
+
+def context_relevance(contexts: Sequence[str], is_relevant: Callable[[str], bool]) -> float:
+    """Fraction of retrieved sentences judged relevant (0.0 if none): how much of the context is signal, not noise."""
+    sentences = [sentence for context in contexts for sentence in split_sentences(context)]
+    return sum(1 for s in sentences if is_relevant(s)) / len(sentences) if sentences else 0.0
+
+
+def contains_any(answers: str | Sequence[str]) -> Callable[[str], bool]:
+    """Judge for `context_relevance` without an LLM: a sentence is relevant if it contains a normalised gold answer."""
+    gold_list = _gold_list(answers)
+    return lambda sentence: any(_contains(sentence, answer) for answer in gold_list)
+
+
+def summarize(per_question: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Average every metric key over the questions (keys of the first row), e.g. turning per-question RR into MRR."""
+    if not per_question:
+        raise ValueError("per_question must contain at least one row of scores")
+    return {key: sum(row[key] for row in per_question) / len(per_question) for key in per_question[0]}

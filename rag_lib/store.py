@@ -1,0 +1,144 @@
+"""The course's one explicit Milvus schema: dense vector + BM25 sparse vector (full-text search) + metadata.
+
+`MILVUS_URI` picks the server (e.g. http://localhost:19530, with MILVUS_TOKEN) for the whole course; without
+it each notebook gets its own embedded Milvus Lite database under `<project>/.milvus/`, so two open
+notebooks never fight over Lite's single-process lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from pymilvus import CollectionSchema, DataType, Function, FunctionType, MilvusClient
+from pymilvus.exceptions import ConnectionConfigException
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_COLLECTION = "rag_docs"
+TEXT_MAX_LENGTH = 65535
+
+# Dense: HNSW over cosine. Sparse: BM25 scores produced by Milvus itself from the `text` field.
+HNSW_BUILD = {"M": 16, "efConstruction": 200}
+DENSE_SEARCH_PARAMS = {"metric_type": "COSINE", "params": {"ef": 64}}
+SPARSE_SEARCH_PARAMS = {"metric_type": "BM25", "params": {"drop_ratio_search": 0.0}}
+# Milvus' jieba tokenizer splits Chinese into words and English on spaces; lowercase makes BM25 case-blind.
+ANALYZER_PARAMS = {"tokenizer": "jieba", "filter": ["lowercase"]}
+METADATA_FIELDS = ("source", "file_hash", "chunk_index", "chunk_count", "parent_id", "language", "title")
+
+
+class MilvusLockedError(RuntimeError):
+    """Another process holds this Milvus Lite database open (Lite serves one process at a time)."""
+
+
+def lite_path(name: str) -> Path:
+    """Where the embedded database called `name` lives: `<project>/.milvus/<name>.db` (a directory)."""
+    return PROJECT_ROOT / ".milvus" / f"{name}.db"
+
+
+def milvus_uri(name: str = "rag") -> str:
+    """The URI to open: MILVUS_URI when set (a server, or a Lite path you chose), else `lite_path(name)`."""
+    return os.environ.get("MILVUS_URI", "").strip() or str(lite_path(name))
+
+
+def _lock_is_held(db_dir: Path) -> bool:
+    """True when another process holds Milvus Lite's advisory flock on `<db>/LOCK`."""
+    lock = db_dir / "LOCK"
+    if not lock.exists():
+        return False
+    with lock.open("a") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return False
+
+
+def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
+    """Open a MilvusClient (server or Lite); a Lite database locked by another process gets a clear error."""
+    uri = uri or milvus_uri(name)
+    is_local = "://" not in uri
+    if is_local:
+        Path(uri).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
+    except ConnectionConfigException as error:
+        if is_local and _lock_is_held(Path(uri)):
+            raise MilvusLockedError(
+                f"the Milvus Lite database {uri} is open in another process (Lite allows one process at a time). "
+                "Close that process or notebook kernel (Kernel > Shut Down), use another path in MILVUS_URI, "
+                "or run a Milvus server (docker compose up -d; MILVUS_URI=http://localhost:19530)."
+            ) from error
+        raise
+
+
+def build_schema(dim: int) -> CollectionSchema:
+    """Fields: content-hash id, analysed text, dense vector, BM25 sparse vector, metadata (+ dynamic extras)."""
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+    schema.add_field(
+        "text", DataType.VARCHAR, max_length=TEXT_MAX_LENGTH, enable_analyzer=True, analyzer_params=ANALYZER_PARAMS
+    )
+    schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
+    schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    schema.add_field("source", DataType.VARCHAR, max_length=1024)
+    schema.add_field("file_hash", DataType.VARCHAR, max_length=64)
+    schema.add_field("chunk_index", DataType.INT64)
+    schema.add_field("chunk_count", DataType.INT64)
+    schema.add_field("parent_id", DataType.VARCHAR, max_length=64)
+    schema.add_field("language", DataType.VARCHAR, max_length=8)
+    schema.add_field("title", DataType.VARCHAR, max_length=512)
+    schema.add_function(
+        Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
+    )
+    return schema
+
+
+def build_index_params(client: MilvusClient) -> Any:
+    """HNSW on `dense`, SPARSE_INVERTED_INDEX/BM25 on `sparse` (AUTOINDEX is rejected for BM25 on Lite)."""
+    index_params = client.prepare_index_params()
+    # Milvus Lite bug: build params given the normal way (params={"M": ..}) are silently dropped and the
+    # defaults used; nested one level deeper they are honoured. Servers accept this form too.
+    index_params.add_index("dense", index_type="HNSW", metric_type="COSINE", params={"params": HNSW_BUILD})
+    index_params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params={"drop_ratio_build": 0.0})
+    return index_params
+
+
+def ensure_collection(client: MilvusClient, dim: int, name: str = DEFAULT_COLLECTION) -> str:
+    """Create the collection if missing (checking an existing one has dimension `dim`), and load it."""
+    if client.has_collection(name):
+        existing = collection_dim(client, name)
+        if existing != dim:
+            raise ValueError(
+                f"collection {name!r} stores {existing}-d vectors but the embedding model makes {dim}-d ones: "
+                f"use another collection name or drop it (client.drop_collection({name!r})) and re-index."
+            )
+    else:
+        client.create_collection(name, schema=build_schema(dim), index_params=build_index_params(client))
+    client.load_collection(name)  # reopened Lite collections come back NotLoad
+    return name
+
+
+def collection_dim(client: MilvusClient, name: str) -> int:
+    """Dimension of the `dense` field of an existing collection."""
+    fields = client.describe_collection(name)["fields"]
+    return int(next(f for f in fields if f["name"] == "dense")["params"]["dim"])
+
+
+def chunk_id(source: str, text: str) -> str:
+    """Stable primary key: the same text from the same source always gets the same id (idempotent upserts)."""
+    return hashlib.sha256(f"{source}\x00{text}".encode()).hexdigest()[:32]
+
+
+def count_rows(client: MilvusClient, name: str = DEFAULT_COLLECTION, filter: str = "") -> int:
+    """Number of entities matching `filter` (all when empty)."""
+    result = client.query(name, filter=filter, output_fields=["count(*)"])
+    return int(result[0]["count(*)"])
+
+
+def quote(value: str) -> str:
+    """A string literal for a Milvus filter expression (escapes backslashes and quotes)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,43 @@
+"""Language-aware text helpers shared by indexing, BM25 baselines and evaluation."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
+_WORD = re.compile(r"\w", re.UNICODE)
+
+STOPWORDS: frozenset[str] = frozenset(
+    "的 了 是 在 和 与 及 或 也 就 都 而 被 把 对 为 以 于 之 其 这 那 该 此 有 个 中 上 下 吗 呢 吧 啊 什么 哪 哪些 哪个 如何 怎么 多少 几 "
+    "the a an of to in on for and or is are was were be been by with as at from that this it its what which who how why when where do does did".split()
+)
+
+
+def detect_language(text: str) -> str:
+    """Return "zh" when CJK characters make up at least 20% of the letters, else "en"."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return "en"
+    cjk = sum(1 for ch in letters if _CJK.match(ch))
+    return "zh" if cjk / len(letters) >= 0.2 else "en"
+
+
+@lru_cache(maxsize=1)
+def _jieba():
+    import jieba
+
+    jieba.setLogLevel(60)  # silence the "Building prefix dict" banner
+    return jieba
+
+
+def tokenize(text: str, drop_stopwords: bool = True) -> list[str]:
+    """Split mixed Chinese/English text into lower-cased word tokens with jieba (for BM25)."""
+    tokens = (t.strip().lower() for t in _jieba().lcut_for_search(text))
+    return [t for t in tokens if t and _WORD.search(t) and not (drop_stopwords and t in STOPWORDS)]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split Chinese and English text into sentences, keeping the end punctuation."""
+    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]

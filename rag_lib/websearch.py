@@ -1,0 +1,152 @@
+"""Web search for Corrective RAG: an offline BM25 "web" the course controls, or Tavily, behind one interface.
+
+`get_web_search()` picks Tavily when TAVILY_API_KEY is set and otherwise searches the local corpus in
+`<project>/data/web` (or $RAG_WEB_CORPUS). Every backend returns LangChain Documents whose metadata has
+`title`, `url`, `score` and `backend`, and raises WebSearchError on failure so the graph can fall back.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+from langchain_core.documents import Document
+from rank_bm25 import BM25Okapi
+
+from rag_lib.text import tokenize
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CORPUS_DIR = PROJECT_ROOT / "data" / "web"
+TAVILY_URL = "https://api.tavily.com/search"
+
+
+class WebSearchError(RuntimeError):
+    """A web search backend failed or timed out; CRAG catches it and answers from what it already has."""
+
+
+class WebSearch(Protocol):
+    """Anything that turns a query into the k best web pages, so CRAG does not care which backend runs."""
+
+    def search(self, query: str, k: int = 4) -> list[Document]:
+        """Return up to k pages, best first, with title/url/score/backend metadata."""
+        ...
+
+
+def _check_request(query: str, k: int) -> None:
+    """Reject blank queries and k < 1 up front, with the same message for every backend."""
+    if not query or not query.strip():
+        raise ValueError("Web search query is empty: pass the question (or a rewritten query) to search for.")
+    if k < 1:
+        raise ValueError(f"k must be at least 1 (got {k}).")
+
+
+class _LuceneBM25(BM25Okapi):
+    """BM25Okapi with Lucene's always-positive IDF: Okapi's IDF is <= 0 for terms in half the pages or more,
+    so a one- or two-page corpus would never return a hit."""
+
+    def _calc_idf(self, nd: dict[str, int]) -> None:
+        """idf = ln(1 + (N - n + 0.5) / (n + 0.5)), as in Lucene/Elasticsearch."""
+        self.idf = {word: math.log(1 + (self.corpus_size - n + 0.5) / (n + 0.5)) for word, n in nd.items()}
+
+
+def parse_page(text: str, path: Path) -> Document:
+    """Read `# Title` and `Source: url` from a page's header block; default to the file stem and a file:// url."""
+    head, _, rest = text.strip().partition("\n\n")
+    title: str | None = None
+    url: str | None = None
+    kept: list[str] = []
+    for line in head.splitlines():
+        if title is None and line.startswith("# "):
+            title = line[2:].strip()
+        elif url is None and line.startswith("Source:"):
+            url = line.removeprefix("Source:").strip()
+        else:
+            kept.append(line)
+    body = "\n\n".join(part for part in ("\n".join(kept).strip(), rest.strip()) if part)
+    return Document(page_content=body, metadata={"title": title or path.stem, "url": url or path.resolve().as_uri()})
+
+
+class OfflineWebSearch:
+    """A real BM25 search engine over a local corpus, so CRAG's web step runs offline and reproducibly."""
+
+    def __init__(self, pages: list[Document]) -> None:
+        """Index title + body of each page; an empty corpus is allowed and always returns []."""
+        self.pages = list(pages)
+        corpus = [tokenize(f"{page.metadata.get('title', '')}\n{page.page_content}") for page in self.pages]
+        self._bm25 = _LuceneBM25(corpus) if any(corpus) else None
+
+    @classmethod
+    def from_directory(cls, path: str | Path) -> OfflineWebSearch:
+        """Load every `*.md` page directly in `path` (see `parse_page` for the header format)."""
+        folder = Path(path).expanduser()
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"Offline web corpus folder {folder} does not exist: point RAG_WEB_CORPUS at a folder of .md "
+                "pages, or set TAVILY_API_KEY to search the live web."
+            )
+        files = sorted(folder.glob("*.md"))
+        return cls([parse_page(file.read_text(encoding="utf-8-sig"), file) for file in files])
+
+    def search(self, query: str, k: int = 4) -> list[Document]:
+        """Top-k pages by BM25 score; pages sharing no term with the query (score 0) are left out."""
+        _check_request(query, k)
+        if self._bm25 is None:
+            return []
+        scores = self._bm25.get_scores(tokenize(query))
+        ranked = sorted((i for i, score in enumerate(scores) if score > 0), key=lambda i: -scores[i])[:k]
+        hits = []
+        for i in ranked:
+            page = self.pages[i]
+            metadata = {"title": "", "url": "", **page.metadata, "score": float(scores[i]), "backend": "offline"}
+            hits.append(Document(page_content=page.page_content, metadata=metadata))
+        return hits
+
+
+def _tavily_document(item: dict) -> Document:
+    """One Tavily result (title, url, content, score) as a Document with the common metadata keys."""
+    metadata = {"title": item.get("title") or "", "url": item["url"], "score": float(item.get("score") or 0.0)}
+    return Document(page_content=item.get("content") or "", metadata={**metadata, "backend": "tavily"})
+
+
+class TavilyWebSearch:
+    """Live web search through Tavily's REST API, for users with a TAVILY_API_KEY and a network."""
+
+    def __init__(self, api_key: str, timeout: float = 10.0, transport: httpx.BaseTransport | None = None) -> None:
+        """`transport` lets tests inject an httpx.MockTransport instead of reaching the network."""
+        if not api_key.strip():
+            raise ValueError("Tavily API key is empty: set TAVILY_API_KEY or use OfflineWebSearch.")
+        self._api_key = api_key.strip()
+        self.timeout = timeout
+        self._transport = transport
+
+    def search(self, query: str, k: int = 4) -> list[Document]:
+        """POST the query to Tavily and map its results; any network, HTTP or format problem -> WebSearchError."""
+        _check_request(query, k)
+        body = {"query": query, "max_results": k, "search_depth": "basic"}
+        headers = {"Authorization": f"Bearer {self._api_key}"}
+        try:
+            with httpx.Client(timeout=self.timeout, transport=self._transport) as client:
+                response = client.post(TAVILY_URL, json=body, headers=headers)
+        except httpx.TimeoutException as exc:
+            raise WebSearchError(f"Tavily web search timed out after {self.timeout}s ({type(exc).__name__}).") from exc
+        except httpx.HTTPError as exc:
+            raise WebSearchError(f"Tavily web search failed: {type(exc).__name__}: {exc}") from exc
+        if not response.is_success:
+            raise WebSearchError(f"Tavily web search failed: HTTP {response.status_code}: {response.text[:200]}")
+        try:
+            return [_tavily_document(item) for item in response.json()["results"]]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            cause = f"{type(exc).__name__}: {exc}"
+            raise WebSearchError(f"Tavily web search returned an unexpected response: {cause}") from exc
+
+
+def get_web_search(corpus_dir: str | Path | None = None) -> WebSearch:
+    """Tavily when TAVILY_API_KEY is set; else offline BM25 over corpus_dir, $RAG_WEB_CORPUS or <project>/data/web."""
+    api_key = os.environ.get("TAVILY_API_KEY", "").strip()
+    if api_key:
+        return TavilyWebSearch(api_key)
+    folder = corpus_dir or os.environ.get("RAG_WEB_CORPUS", "").strip() or DEFAULT_CORPUS_DIR
+    return OfflineWebSearch.from_directory(folder)

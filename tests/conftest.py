@@ -1,0 +1,35 @@
+"""Shared fixtures: a throw-away Milvus Lite database and the real (offline) embedding model."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="session")
+def embeddings():
+    from rag_lib.models import E5Embeddings
+
+    return E5Embeddings()
+
+
+@pytest.fixture()
+def milvus(tmp_path: Path):
+    from rag_lib.store import connect
+
+    client = connect(uri=str(tmp_path / "test.db"))
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def offline_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No provider variables at all: the embedded defaults."""
+    for name in list(os.environ):
+        if name.startswith(("RAG_LLM_", "RAG_EMBED_", "OPENAI_", "TAVILY_", "MILVUS_URI")):
+            monkeypatch.delenv(name, raising=False)
+    return monkeypatch

@@ -1,0 +1,143 @@
+"""Hand-computed checks for rag_lib.evaluation (answer, retrieval and context metrics)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_lib.evaluation import (
+    context_recall,
+    context_relevance,
+    contains_any,
+    exact_match,
+    f1,
+    recall_at_k,
+    reciprocal_rank,
+    summarize,
+)
+
+# ---------------------------------------------------------------- answers: Chinese (CMRC 2018)
+
+
+def test_chinese_em_ignores_punctuation_spaces_and_case():
+    # "《 红楼梦 》" -> 红/楼/梦 ; "红楼梦。" -> 红/楼/梦
+    assert exact_match("《 红楼梦 》", "红楼梦。") == 1.0
+    assert exact_match("北京 大学！", "北京大学") == 1.0
+    assert exact_match("GPT4 模型", "gpt4模型") == 1.0
+    assert exact_match("北京", "北京大学") == 0.0
+
+
+def test_chinese_f1_partial_overlap_uses_lcs():
+    # pred 北/京/大/学 (4), gold 北/京 (2), LCS = 2 -> P = 2/4, R = 2/2, F1 = 2*.5*1/1.5 = 2/3
+    assert f1("北京大学", "北京") == pytest.approx(2 / 3)
+    # LCS is contiguous: pred 大/学/北/京 vs gold 北/京/大/学 -> LCS = 2 (北京 or 大学), not 4 as a bag would give
+    # P = R = 2/4 -> F1 = 0.5
+    assert f1("大学北京", "北京大学") == pytest.approx(0.5)
+
+
+def test_mixed_chinese_english_tokens():
+    # gold "GPT4模型" -> gpt4/模/型 (3); pred "GPT-4模型" -> gpt/4/模/型 (4): the hyphen splits the ASCII run
+    # LCS = 模/型 = 2 -> P = 2/4, R = 2/3, F1 = 2*(1/2)(2/3)/(1/2+2/3) = (2/3)/(7/6) = 4/7
+    assert f1("GPT-4模型", "GPT4模型") == pytest.approx(4 / 7)
+    assert f1("gpt4模型。", "GPT4模型") == 1.0
+
+
+# ---------------------------------------------------------------- answers: English (SQuAD v1.1)
+
+
+def test_english_em_ignores_articles_case_and_punctuation():
+    # both normalise to "eiffel tower"
+    assert exact_match("Eiffel tower.", "The Eiffel Tower") == 1.0
+    assert exact_match("an apple", "Apple!") == 1.0
+    assert exact_match("Eiffel", "the Eiffel Tower") == 0.0
+
+
+def test_english_f1_bag_of_tokens():
+    # pred [eiffel] (1), gold [eiffel, tower] (2), overlap 1 -> P = 1, R = 1/2, F1 = 2*.5/1.5 = 2/3
+    assert f1("Eiffel", "the Eiffel Tower") == pytest.approx(2 / 3)
+    # pred [tall, eiffel, tower, in, paris] (5), gold (2), overlap 2 -> P = 2/5, R = 1, F1 = .8/1.4 = 4/7
+    assert f1("The tall Eiffel Tower in Paris", "Eiffel Tower") == pytest.approx(4 / 7)
+    # word order does not matter for the bag of tokens (unlike the Chinese LCS)
+    assert f1("tower eiffel", "Eiffel Tower") == 1.0
+
+
+def test_multiple_golds_take_the_max():
+    # vs 清华大学: LCS 大学 = 2, P = R = 2/4 -> 0.5 ; vs 北京: 2/3 (see above) -> max = 2/3
+    assert f1("北京大学", ["清华大学", "北京"]) == pytest.approx(2 / 3)
+    assert exact_match("北大", ["北京大学", "北大"]) == 1.0
+    # each gold picks its own scheme: the English gold gives F1 1.0
+    assert f1("Peking University", ["北京大学", "Peking University"]) == 1.0
+
+
+def test_empty_prediction_scores_zero():
+    assert f1("", "北京") == 0.0
+    assert exact_match("", "北京") == 0.0
+    assert f1("", "Paris") == 0.0
+    assert exact_match("", "Paris") == 0.0
+
+
+def test_empty_golds_raise():
+    for golds in ([], "", ["  "]):
+        with pytest.raises(ValueError, match="golds"):
+            f1("北京", golds)
+        with pytest.raises(ValueError, match="golds"):
+            exact_match("北京", golds)
+
+
+# ---------------------------------------------------------------- retrieval
+
+RANKED = ["d3", "d1", "d7", "d2"]
+
+
+def test_recall_at_k():
+    # relevant {d1, d2}: top1 [d3] -> 0/2 ; top2 [d3, d1] -> 1/2 ; top4 -> 2/2 ; k beyond the list is fine
+    assert recall_at_k(RANKED, {"d1", "d2"}, 1) == 0.0
+    assert recall_at_k(RANKED, {"d1", "d2"}, 2) == 0.5
+    assert recall_at_k(RANKED, {"d1", "d2"}, 4) == 1.0
+    assert recall_at_k(RANKED, ["d1", "d2"], 10) == 1.0
+    # one relevant id -> hit rate
+    assert recall_at_k(RANKED, ["d7"], 3) == 1.0
+    assert recall_at_k(RANKED, ["d7"], 2) == 0.0
+
+
+def test_reciprocal_rank():
+    assert reciprocal_rank(RANKED, ["d3"]) == 1.0  # rank 1
+    assert reciprocal_rank(RANKED, ["d7"]) == pytest.approx(1 / 3)  # rank 3
+    assert reciprocal_rank(RANKED, ["d9"]) == 0.0  # absent
+    assert reciprocal_rank(RANKED, ["d7"], k=2) == 0.0  # cut off before rank 3
+    assert reciprocal_rank(RANKED, ["d7", "d1"], k=2) == 0.5  # first relevant is d1 at rank 2
+
+
+def test_k_must_be_positive():
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        recall_at_k(RANKED, ["d1"], 0)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        reciprocal_rank(RANKED, ["d1"], k=0)
+
+
+def test_summarize_averages_each_key():
+    # MRR over RR 1, 1/3, 0 -> (4/3)/3 = 4/9
+    rows = [{"rr": 1.0, "em": 1.0}, {"rr": 1 / 3, "em": 0.0}, {"rr": 0.0, "em": 0.0}]
+    assert summarize(rows) == pytest.approx({"rr": 4 / 9, "em": 1 / 3})
+
+
+# ---------------------------------------------------------------- contexts
+
+CONTEXTS = ["北京大学创建于1898年。它位于北京。", "Paris is in France."]
+
+
+def test_context_recall():
+    # "1898年" (as 1898/年) is in the first context, "巴黎" is nowhere -> 1/2
+    assert context_recall(CONTEXTS, ["1898年", "巴黎"]) == 0.5
+    assert context_recall(CONTEXTS, "the Paris") == 1.0  # English normalisation drops the article
+    # matching is on token boundaries: "Pari" is not the token "paris"
+    assert context_recall(CONTEXTS, "Pari") == 0.0
+
+
+def test_context_relevance_with_contains_any():
+    # sentences: "北京大学创建于1898年。" | "它位于北京。" | "Paris is in France." -> only the first has 1898年
+    assert context_relevance(CONTEXTS, contains_any("1898年")) == pytest.approx(1 / 3)
+    # "北京" is in the first two sentences -> 2/3
+    assert context_relevance(CONTEXTS, contains_any(["北京", "Berlin"])) == pytest.approx(2 / 3)
+    # any callable works as the judge (e.g. an LLM later); no sentences -> 0.0
+    assert context_relevance(CONTEXTS, lambda sentence: True) == 1.0
+    assert context_relevance([], lambda sentence: True) == 0.0

@@ -1,0 +1,70 @@
+"""The model file is assembled from parts, verified by sha256, and a corrupt copy is rebuilt."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from rag_lib import gguf
+
+
+@pytest.fixture()
+def parts(tmp_path):
+    paths = []
+    for i, payload in enumerate([b"GGUF-part-one|", b"part-two|", b"part-three"]):
+        path = tmp_path / f"part{i}.bin"
+        path.write_bytes(payload)
+        paths.append(path)
+    whole = b"".join(p.read_bytes() for p in paths)
+    return paths, hashlib.sha256(whole).hexdigest(), whole
+
+
+def test_assemble_joins_parts_in_order_and_verifies(parts, tmp_path):
+    paths, sha, whole = parts
+    target = gguf.assemble(paths, tmp_path / "cache" / "m.gguf", sha)
+    assert target.read_bytes() == whole
+    assert gguf.is_verified(target, sha)
+
+
+def test_wrong_hash_is_refused_and_nothing_left_behind(parts, tmp_path):
+    paths, _, _ = parts
+    target = tmp_path / "m.gguf"
+    with pytest.raises(gguf.ModelFileError, match="corrupt"):
+        gguf.assemble(paths, target, "0" * 64)
+    assert not target.exists()
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_corrupted_file_is_detected_even_with_same_size(parts, tmp_path):
+    paths, sha, whole = parts
+    target = gguf.assemble(paths, tmp_path / "m.gguf", sha)
+    target.write_bytes(whole[:-1] + b"X")  # same size, new mtime: the stamp no longer matches
+    assert not gguf.is_verified(target, sha)
+
+
+def test_partial_file_is_detected(parts, tmp_path):
+    paths, sha, whole = parts
+    target = gguf.assemble(paths, tmp_path / "m.gguf", sha)
+    target.write_bytes(whole[:5])
+    assert not gguf.is_verified(target, sha)
+
+
+def test_ensure_rebuilds_a_corrupt_cached_model(monkeypatch, parts, tmp_path):
+    paths, sha, whole = parts
+    monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(gguf, "QWEN_SHA256", sha)
+    monkeypatch.setattr(gguf, "QWEN_SIZE", len(whole))
+    monkeypatch.setattr(gguf, "part_paths", lambda: paths)
+    first = gguf.ensure_qwen_gguf()
+    first.write_bytes(b"garbage")
+    os.utime(first, ns=(1, 1))
+    rebuilt = gguf.ensure_qwen_gguf()
+    assert rebuilt.read_bytes() == whole
+
+
+def test_installed_default_model_is_verified():
+    path = gguf.ensure_qwen_gguf()
+    assert path.stat().st_size == gguf.QWEN_SIZE
+    assert gguf.is_verified(path, gguf.QWEN_SHA256)
