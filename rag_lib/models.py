@@ -97,8 +97,8 @@ class SerializedChatLlamaCpp(ChatLlamaCpp):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
-        if self.streaming:  # ChatLlamaCpp then delegates to self._stream, which takes the lock itself
-            return super()._generate(*args, **kwargs)
+        if self.streaming and not kwargs.get("tool_choice"):
+            return super()._generate(*args, **kwargs)  # ChatLlamaCpp delegates to self._stream: it locks
         with self._lock:
             return super()._generate(*args, **kwargs)
 
@@ -123,7 +123,6 @@ def local_chat_model(model_path: str | Path, n_ctx: int = 4096, max_tokens: int 
         top_p=1.0,
         seed=0,
         max_tokens=max_tokens,
-        streaming=False,  # .stream() and LangGraph "messages" still stream token by token
         verbose=False,
     )
 

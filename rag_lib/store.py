@@ -16,6 +16,8 @@ from typing import Any
 from pymilvus import CollectionSchema, DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import ConnectionConfigException
 
+from rag_lib.text import quiet_jieba
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_COLLECTION = "rag_docs"
 TEXT_MAX_LENGTH = 65535
@@ -61,6 +63,7 @@ def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
     """Open a MilvusClient (server or Lite); a Lite database locked by another process gets a clear error."""
     uri = uri or milvus_uri(name)
     is_local = "://" not in uri
+    quiet_jieba()  # Lite tokenises in-process with jieba, which logs its dictionary loading to stderr
     if is_local:
         Path(uri).parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -25,16 +25,17 @@ def detect_language(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _jieba():
+def quiet_jieba():
+    """The jieba module with its "Building prefix dict..." log lines silenced (shared with Milvus Lite)."""
     import jieba
 
-    jieba.setLogLevel(60)  # silence the "Building prefix dict" banner
+    jieba.setLogLevel(60)
     return jieba
 
 
 def tokenize(text: str, drop_stopwords: bool = True) -> list[str]:
     """Split mixed Chinese/English text into lower-cased word tokens with jieba (for BM25)."""
-    tokens = (t.strip().lower() for t in _jieba().lcut_for_search(text))
+    tokens = (t.strip().lower() for t in quiet_jieba().lcut_for_search(text))
     return [t for t in tokens if t and _WORD.search(t) and not (drop_stopwords and t in STOPWORDS)]
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Protocol
 
 import httpx
 from langchain_core.documents import Document
-from rank_bm25 import BM25Okapi
 
 from rag_lib.text import tokenize
 
@@ -43,13 +43,26 @@ def _check_request(query: str, k: int) -> None:
         raise ValueError(f"k must be at least 1 (got {k}).")
 
 
-class _LuceneBM25(BM25Okapi):
-    """BM25Okapi with Lucene's always-positive IDF: Okapi's IDF is <= 0 for terms in half the pages or more,
-    so a one- or two-page corpus would never return a hit."""
+class LuceneBM25:
+    """BM25 with Lucene's always-positive IDF, ln(1 + (N - n + 0.5) / (n + 0.5)). rank_bm25's Okapi IDF is
+    <= 0 for terms in half the pages or more, so a small corpus could never return a hit."""
 
-    def _calc_idf(self, nd: dict[str, int]) -> None:
-        """idf = ln(1 + (N - n + 0.5) / (n + 0.5)), as in Lucene/Elasticsearch."""
-        self.idf = {word: math.log(1 + (self.corpus_size - n + 0.5) / (n + 0.5)) for word, n in nd.items()}
+    def __init__(self, corpus: list[list[str]], k1: float = 1.5, b: float = 0.75) -> None:
+        self.k1, self.b = k1, b
+        self.docs = [Counter(tokens) for tokens in corpus]
+        self.lengths = [len(tokens) for tokens in corpus]
+        self.avg_length = (sum(self.lengths) / len(corpus)) if corpus else 0.0
+        pages_with = Counter(term for doc in self.docs for term in doc)
+        n = len(corpus)
+        self.idf = {term: math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in pages_with.items()}
+
+    def get_scores(self, query: list[str]) -> list[float]:
+        """BM25 score of every page for the query tokens."""
+        scores = []
+        for doc, length in zip(self.docs, self.lengths):
+            norm = self.k1 * (1 - self.b + self.b * length / (self.avg_length or 1.0))
+            scores.append(sum(self.idf[t] * doc[t] * (self.k1 + 1) / (doc[t] + norm) for t in query if t in doc))
+        return scores
 
 
 def parse_page(text: str, path: Path) -> Document:
@@ -76,7 +89,7 @@ class OfflineWebSearch:
         """Index title + body of each page; an empty corpus is allowed and always returns []."""
         self.pages = list(pages)
         corpus = [tokenize(f"{page.metadata.get('title', '')}\n{page.page_content}") for page in self.pages]
-        self._bm25 = _LuceneBM25(corpus) if any(corpus) else None
+        self._bm25 = LuceneBM25(corpus) if any(corpus) else None
 
     @classmethod
     def from_directory(cls, path: str | Path) -> OfflineWebSearch:

@@ -96,37 +96,49 @@ def test_local_model_structured_output_parses(offline_env):
 
 
 def test_send_fan_out_on_the_shared_local_model_does_not_crash():
-    # Unserialised parallel calls on one llama.cpp context abort the whole process (GGML_ASSERT),
+    # Streaming and structured-output branches run in parallel threads. Unserialised parallel calls on one llama.cpp context abort the whole process (GGML_ASSERT),
     # so run the fan-out in a child process and check it exits cleanly with every branch answered.
     script = textwrap.dedent(
         """
         import operator
-        from typing import Annotated, TypedDict
+        from typing import Annotated, Literal, TypedDict
+        from pydantic import BaseModel
         from langgraph.graph import END, START, StateGraph
         from langgraph.types import Send
         from rag_lib.models import get_chat_model
 
+        class Verdict(BaseModel):
+            \"\"\"A yes/no verdict.\"\"\"
+            answer: Literal["yes", "no"]
+
         llm = get_chat_model().bind(max_tokens=4)
+        grader = get_chat_model().with_structured_output(Verdict)
 
         class State(TypedDict):
             words: list[str]
             replies: Annotated[list[str], operator.add]
 
         def fan_out(state):
-            return [Send("reply", {"word": w}) for w in state["words"]]
+            replies = [Send("reply", {"word": w}) for w in state["words"]]
+            return replies + [Send("grade", {"word": w}) for w in state["words"][:2]]
 
         def reply(state):
             return {"replies": [llm.invoke("Repeat: " + state["word"]).content]}
 
+        def grade(state):
+            return {"replies": [grader.invoke("Is " + state["word"] + " a number word?").answer]}
+
         g = StateGraph(State)
         g.add_node("reply", reply)
-        g.add_conditional_edges(START, fan_out, ["reply"])
+        g.add_node("grade", grade)
+        g.add_conditional_edges(START, fan_out, ["reply", "grade"])
         g.add_edge("reply", END)
-        out = g.compile().invoke({"words": ["one", "two", "three", "four"], "replies": []})
-        assert len(out["replies"]) == 4, out
+        g.add_edge("grade", END)
+        out = g.compile().invoke({"words": ["one", "two", "three"], "replies": []})
+        assert len(out["replies"]) == 5, out
         print("ok", len(out["replies"]))
         """
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "ok 4" in done.stdout
+    assert "ok 5" in done.stdout

@@ -1,0 +1,60 @@
+"""Benchmarks: `python -m rag_lib.bench <name>` prints a table and writes bench_results/<name>.json."""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from rag_lib.store import PROJECT_ROOT
+
+RESULTS_DIR = PROJECT_ROOT / "bench_results"
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """Run `fn` and return (result, seconds)."""
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The q-th percentile (0-100) of `values`, linear interpolation."""
+    data = sorted(values)
+    if not data:
+        return float("nan")
+    if len(data) == 1:
+        return data[0]
+    return statistics.quantiles(data, n=100, method="inclusive")[min(max(int(round(q)) - 1, 0), 98)]
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of `rows` (keys of the first row are the columns); floats get 3 significant digits."""
+    if not rows:
+        return "(no rows)"
+    columns = list(rows[0])
+
+    def cell(v: Any) -> str:
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_results(name: str, payload: dict[str, Any]) -> Path:
+    """Save results with the machine they were measured on to bench_results/<name>.json."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    meta = {"machine": platform.machine(), "python": platform.python_version(), "measured_at": time.strftime("%Y-%m-%d")}
+    path.write_text(json.dumps({"meta": meta, **payload}, ensure_ascii=False, indent=2), encoding="utf-8")
+    return path
+
+
+def load_results(name: str) -> dict[str, Any]:
+    """Read committed results (for notebooks that plot them)."""
+    return json.loads((RESULTS_DIR / f"{name}.json").read_text(encoding="utf-8"))
