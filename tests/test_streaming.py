@@ -1,0 +1,189 @@
+"""What each LangGraph stream mode yields for the course's RAG graph (notebook 06), with no model or database.
+
+The chat model is a TEST DOUBLE: langchain_core's GenericFakeChatModel replays a fixed reply and streams it
+split on whitespace, so the assertions can name every token. The retriever is a fake too: it returns fixed
+Documents (or none, to take the refusal path) without Milvus or embeddings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TypedDict
+
+import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.retrievers import BaseRetriever
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+
+from rag_lib.graphs.rag import REFUSAL, build_rag_graph
+
+QUESTION = "Which stream mode emits only node updates?"
+OFF_TOPIC = "How long should I boil an egg?"
+ANSWER = 'The "updates" mode [1].'
+DOCS = [
+    Document('The "updates" mode emits only what each node returned.', metadata={"source": "streaming.txt"}),
+    Document('The "values" mode emits the full state after each step.', metadata={"source": "streaming.txt"}),
+]
+
+
+class FakeRetriever(BaseRetriever):
+    """Test double: returns the same Documents for every query (an empty list models "nothing relevant")."""
+
+    documents: list[Document]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return list(self.documents)
+
+
+def fake_llm(reply: str = ANSWER) -> GenericFakeChatModel:
+    """Test double for the chat model: answers `reply` once; a second call would raise StopIteration."""
+    return GenericFakeChatModel(messages=iter([AIMessage(reply)]))
+
+
+class NeverCalledModel(GenericFakeChatModel):
+    """Test double that fails the test if the graph calls the model at all."""
+
+    def _generate(self, *args, **kwargs):
+        raise AssertionError("the chat model must not be called on the refusal path")
+
+    def _stream(self, *args, **kwargs):
+        raise AssertionError("the chat model must not be called on the refusal path")
+
+
+@pytest.fixture()
+def graph():
+    return build_rag_graph(FakeRetriever(documents=DOCS), fake_llm())
+
+
+class AppState(TypedDict, total=False):
+    question: str
+    documents: list[Document]
+    answer: str
+    checked: bool
+
+
+def build_app(rag_graph):
+    """An outer graph: a node that writes custom progress events, then the RAG graph as a subgraph node."""
+
+    def check(state: AppState) -> AppState:
+        write = get_stream_writer()
+        write({"node": "check", "status": "started"})
+        write({"node": "check", "chars": len(state["question"])})
+        return {"checked": True}
+
+    builder = StateGraph(AppState)
+    builder.add_node("check", check)
+    builder.add_node("rag", rag_graph)
+    builder.add_edge(START, "check")
+    builder.add_edge("check", "rag")
+    builder.add_edge("rag", END)
+    return builder.compile()
+
+
+def test_updates_has_one_entry_per_node(graph) -> None:
+    chunks = list(graph.stream({"question": QUESTION}, stream_mode="updates"))
+    assert [list(c) for c in chunks] == [["retrieve"], ["generate"]]
+    assert chunks[0]["retrieve"] == {"documents": DOCS}
+    assert chunks[1]["generate"] == {"answer": ANSWER}
+
+
+def test_values_starts_with_input_and_ends_with_answer(graph) -> None:
+    chunks = list(graph.stream({"question": QUESTION}, stream_mode="values"))
+    assert len(chunks) == 3  # the input, then the state after each of the two steps
+    assert chunks[0] == {"question": QUESTION}
+    assert set(chunks[1]) == {"question", "documents"}
+    assert chunks[-1] == {"question": QUESTION, "documents": DOCS, "answer": ANSWER}
+
+
+def test_default_mode_is_updates_and_matches_invoke() -> None:
+    streamed = list(build_rag_graph(FakeRetriever(documents=DOCS), fake_llm()).stream({"question": QUESTION}))
+    invoked = build_rag_graph(FakeRetriever(documents=DOCS), fake_llm()).invoke({"question": QUESTION})
+    assert [list(c) for c in streamed] == [["retrieve"], ["generate"]]  # no stream_mode: "updates"
+    assert streamed[-1]["generate"]["answer"] == invoked["answer"] == ANSWER
+
+
+def test_messages_are_chunks_tagged_with_generate_node() -> None:
+    llm = fake_llm().with_config(tags=["answer"])
+    graph = build_rag_graph(FakeRetriever(documents=DOCS), llm)
+    items = list(graph.stream({"question": QUESTION}, stream_mode="messages"))
+    assert len(items) >= len(ANSWER.split())  # one chunk per word at least: real token streaming
+    assert all(isinstance(chunk, AIMessageChunk) for chunk, _ in items)
+    assert {meta["langgraph_node"] for _, meta in items} == {"generate"}
+    assert all(meta["tags"] == ["answer"] for _, meta in items)
+    assert "".join(chunk.content for chunk, _ in items) == ANSWER
+
+
+def test_custom_events_come_from_the_writing_node(graph) -> None:
+    app = build_app(graph)
+    events = list(app.stream({"question": QUESTION}, stream_mode="custom"))
+    assert events == [{"node": "check", "status": "started"}, {"node": "check", "chars": len(QUESTION)}]
+
+
+def test_multiple_modes_yield_mode_payload_tuples(graph) -> None:
+    items = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "messages", "values"]))
+    assert all(isinstance(item, tuple) and len(item) == 2 for item in items)
+    modes = [mode for mode, _ in items]
+    assert set(modes) == {"updates", "messages", "values"}
+    # tokens arrive before the node's update, and the final values chunk comes last
+    last_token = max(i for i, m in enumerate(modes) if m == "messages")
+    generate_update = next(i for i, (m, p) in enumerate(items) if m == "updates" and "generate" in p)
+    assert last_token < generate_update
+    assert items[-1] == ("values", {"question": QUESTION, "documents": DOCS, "answer": ANSWER})
+
+
+def test_subgraphs_true_yields_namespaces(graph) -> None:
+    app = build_app(graph)
+    items = list(app.stream({"question": QUESTION}, stream_mode="updates", subgraphs=True))
+    assert all(isinstance(ns, tuple) for ns, _ in items)
+    outer = [list(update) for ns, update in items if ns == ()]
+    inner = [(ns, list(update)) for ns, update in items if ns != ()]
+    assert outer == [["check"], ["rag"]]
+    assert [nodes for _, nodes in inner] == [["retrieve"], ["generate"]]
+    assert all(len(ns) == 1 and ns[0].startswith("rag:") for ns, _ in inner)  # "rag:<task id>"
+
+
+def test_subgraph_tokens_need_subgraphs_true(graph) -> None:
+    app = build_app(graph)
+    hidden = list(app.stream({"question": QUESTION}, stream_mode="messages"))
+    assert hidden == []  # the only model call happens inside the "rag" subgraph
+    app = build_app(build_rag_graph(FakeRetriever(documents=DOCS), fake_llm()))
+    shown = list(app.stream({"question": QUESTION}, stream_mode="messages", subgraphs=True))
+    assert "".join(chunk.content for _, (chunk, _) in shown) == ANSWER
+    assert {ns[0].split(":")[0] for ns, _ in shown} == {"rag"}
+
+
+def test_output_keys_restrict_what_is_streamed(graph) -> None:
+    chunks = list(graph.stream({"question": QUESTION}, stream_mode="values", output_keys="answer"))
+    assert chunks[-1] == ANSWER  # a single key streams the bare value
+
+
+def test_astream_updates(graph) -> None:
+    async def collect() -> list:
+        return [chunk async for chunk in graph.astream({"question": QUESTION}, stream_mode="updates")]
+
+    assert [list(c) for c in asyncio.run(collect())] == [["retrieve"], ["generate"]]
+
+
+def test_astream_events_contain_chat_model_stream(graph) -> None:
+    async def collect() -> list[dict]:
+        return [event async for event in graph.astream_events({"question": QUESTION}, version="v2")]
+
+    events = asyncio.run(collect())
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "on_chain_start" and kinds[-1] == "on_chain_end"
+    assert "on_retriever_start" in kinds and "on_chat_model_start" in kinds
+    tokens = [e for e in events if e["event"] == "on_chat_model_stream"]
+    assert tokens and all(e["metadata"]["langgraph_node"] == "generate" for e in tokens)
+    assert "".join(e["data"]["chunk"].content for e in tokens) == ANSWER
+
+
+def test_refusal_routes_to_refuse_and_streams_no_tokens() -> None:
+    graph = build_rag_graph(FakeRetriever(documents=[]), NeverCalledModel(messages=iter([])))
+    items = list(graph.stream({"question": OFF_TOPIC}, stream_mode=["updates", "messages"]))
+    assert [mode for mode, _ in items] == ["updates", "updates"]
+    assert items[0][1] == {"retrieve": {"documents": []}}
+    assert items[1][1] == {"refuse": {"answer": REFUSAL["en"]}}
