@@ -187,6 +187,8 @@ def get_embeddings() -> Embeddings:
 
     settings = embedding_settings()
     store = LocalFileStore(cache_dir() / "embeddings")
+    namespace = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{settings.kind}-{settings.model}-")  # file-name safe
+    # batch_size: vectors are written every 64 texts, so an interrupted run keeps what it computed
     return CacheBackedEmbeddings.from_bytes_store(
-        raw_embeddings(), store, namespace=re.sub(r"[^A-Za-z0-9_.-]", "_", f"{settings.kind}-{settings.model}-"), key_encoder="sha256"
+        raw_embeddings(), store, batch_size=64, namespace=namespace, key_encoder="sha256"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import time
@@ -50,7 +51,13 @@ def write_results(name: str, payload: dict[str, Any]) -> Path:
     """Save results with the machine they were measured on to bench_results/<name>.json."""
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
-    meta = {"machine": platform.machine(), "python": platform.python_version(), "measured_at": time.strftime("%Y-%m-%d")}
+    meta = {
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "measured_at": time.strftime("%Y-%m-%d"),
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),  # >1 on 2 cores: other jobs were running
+    }
     path.write_text(json.dumps({"meta": meta, **payload}, ensure_ascii=False, indent=2), encoding="utf-8")
     return path
 

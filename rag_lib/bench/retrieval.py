@@ -1,0 +1,164 @@
+"""Retrieval quality and latency on CMRC 2018: every pipeline answers every question, side by side with a
+peer baseline of the usual notebook stack (rank_bm25 over jieba tokens, brute-force numpy dense search) on
+the same chunks. A hit = the question's own context among the top-k contexts (chunks mapped to contexts)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+from tqdm.auto import tqdm
+
+from rag_lib.bench import format_table, percentile, write_results
+from rag_lib.cmrc import Dataset, load_cmrc
+from rag_lib.evaluation import contains_any, context_recall, context_relevance, recall_at_k, reciprocal_rank
+from rag_lib.index import split_text
+from rag_lib.models import default_min_similarity, get_embeddings
+from rag_lib.retriever import Retriever
+from rag_lib.store import chunk_id, connect, ensure_collection
+from rag_lib.text import tokenize
+
+CANDIDATES = 15  # chunks fetched per question, mapped to at most 5 distinct contexts
+KS = (1, 3, 5)
+Search = Callable[[str], list[tuple[str, str]]]  # question -> ranked (context_id, chunk text)
+
+
+def chunk_contexts(data: Dataset, size: int, overlap: int) -> list[dict]:
+    """Rows for the course schema: each context split into chunks whose parent is the context."""
+    rows = []
+    for context_id, text in data.contexts.items():
+        chunks = split_text(text, size, overlap)
+        for i, chunk in enumerate(chunks):
+            rows.append({
+                "id": chunk_id(context_id, chunk), "text": chunk, "source": context_id, "file_hash": "",
+                "chunk_index": i, "chunk_count": len(chunks), "parent_id": context_id, "language": "zh",
+                "title": data.titles[context_id][:500],
+            })
+    return rows
+
+
+def load_collection(client, name: str, rows: list[dict], embeddings) -> np.ndarray:
+    """Embed (disk-cached) and insert rows into a fresh collection; return the vectors for the peer baseline."""
+    vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]), dtype=np.float32)
+    client.drop_collection(name)
+    ensure_collection(client, vectors.shape[1], name)
+    for start in range(0, len(rows), 512):
+        client.insert(name, [{**r, "dense": v.tolist()} for r, v in zip(rows[start : start + 512], vectors[start : start + 512])])
+    client.load_collection(name)
+    return vectors
+
+
+def milvus_search(retriever: Retriever) -> Search:
+    """A pipeline that runs the course Retriever against Milvus."""
+    return lambda q: [(h["source"], h["text"]) for h in retriever.search(q)]
+
+
+def peer_bm25(rows: list[dict]) -> Search:
+    """rank_bm25 BM25Okapi over jieba tokens of the same chunks (in-process)."""
+    bm25 = BM25Okapi([tokenize(r["text"]) for r in rows])
+
+    def search(q: str) -> list[tuple[str, str]]:
+        scores = bm25.get_scores(tokenize(q))
+        top = np.argsort(-scores)[:CANDIDATES]
+        return [(rows[i]["source"], rows[i]["text"]) for i in top]
+
+    return search
+
+
+def peer_dense(rows: list[dict], vectors: np.ndarray, embeddings) -> Search:
+    """Brute-force cosine search with numpy over the same chunk vectors (query embedding included)."""
+
+    def search(q: str) -> list[tuple[str, str]]:
+        scores = vectors @ np.asarray(embeddings.embed_query(q), dtype=np.float32)
+        top = np.argsort(-scores)[:CANDIDATES]
+        return [(rows[i]["source"], rows[i]["text"]) for i in top]
+
+    return search
+
+
+def to_contexts(hits: list[tuple[str, str]], k: int = max(KS)) -> tuple[list[str], list[str]]:
+    """Distinct context ids in rank order (top k), and the chunk texts that led to them."""
+    ids, texts = [], []
+    for context_id, text in hits:
+        if context_id not in ids:
+            ids.append(context_id)
+            texts.append(text)
+        if len(ids) == k:
+            break
+    return ids, texts
+
+
+def evaluate(name: str, search: Search, data: Dataset, questions: list) -> dict:
+    """Run one pipeline over the questions: recall@k, MRR@5, context relevance/recall@3, latency p50/p95."""
+    scores: dict[str, list[float]] = {f"R@{k}": [] for k in KS} | {"MRR@5": [], "ctx relevance@3": [], "ctx recall@3": []}
+    latencies = []
+    for q in tqdm(questions, desc=name, leave=False):
+        if not q.text:  # two CMRC questions are empty strings: counted as misses
+            hits: list[tuple[str, str]] = []
+        else:
+            start = time.perf_counter()
+            hits = search(q.text)
+            latencies.append((time.perf_counter() - start) * 1000)
+        ranked, texts = to_contexts(hits)
+        for k in KS:
+            scores[f"R@{k}"].append(recall_at_k(ranked, [q.context_id], k))
+        scores["MRR@5"].append(reciprocal_rank(ranked, [q.context_id], 5))
+        scores["ctx relevance@3"].append(context_relevance(texts[:3], contains_any(q.answers)) if q.answers else 0.0)
+        scores["ctx recall@3"].append(context_recall(texts[:3], q.answers) if q.answers else 0.0)
+    row = {"pipeline": name} | {key: float(np.mean(v)) for key, v in scores.items()}
+    return row | {"p50 ms": percentile(latencies, 50), "p95 ms": percentile(latencies, 95)}
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench retrieval", description=__doc__)
+    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: ../shared or $CMRC_PATH)")
+    parser.add_argument("--n", type=int, default=0, help="questions to run (0 = all); a seeded sample")
+    parser.add_argument("--out", default="retrieval", help="results name under bench_results/")
+    args = parser.parse_args(argv)
+
+    data = load_cmrc(args.cmrc)
+    questions = data.questions if not args.n else random.Random(0).sample(data.questions, args.n)
+    embeddings = get_embeddings()
+    client = connect(uri=str(Path(tempfile.mkdtemp()) / "cmrc.db"))
+    chunks = chunk_contexts(data, 300, 50)
+    children = chunk_contexts(data, 120, 20)
+    print(f"{len(data.contexts)} contexts -> {len(chunks)} chunks (300 chars), {len(children)} children (120 chars)")
+    vectors = load_collection(client, "cmrc_chunks", chunks, embeddings)
+    load_collection(client, "cmrc_children", children, embeddings)
+
+    def retriever(collection: str = "cmrc_chunks", **kwargs) -> Search:
+        return milvus_search(Retriever(client=client, embeddings=embeddings, collection=collection, k=CANDIDATES, **kwargs))
+
+    pipelines: dict[str, Search] = {
+        "peer: rank_bm25 (jieba), numpy": peer_bm25(chunks),
+        "peer: dense e5, numpy brute force": peer_dense(chunks, vectors, embeddings),
+        "Milvus BM25 (jieba analyzer)": retriever(search_type="sparse"),
+        "Milvus dense HNSW": retriever(search_type="dense"),
+        "hybrid RRF(60)": retriever(),
+        "hybrid weighted 0.6 dense / 0.4 BM25, min-max": retriever(ranker="weighted", weights=(0.6, 0.4)),
+        "hybrid weighted + similarity cutoff": retriever(
+            ranker="weighted", weights=(0.6, 0.4), min_similarity=default_min_similarity()
+        ),
+        "parent-child: 120-char children -> context": retriever("cmrc_children", ranker="weighted", weights=(0.6, 0.4)),
+    }
+    rows = [evaluate(name, search, data, questions) for name, search in pipelines.items()]
+    peer_bm25_row, peer_dense_row = rows[0], rows[1]
+    for row in rows:
+        peer = peer_bm25_row if "BM25" in row["pipeline"] and "hybrid" not in row["pipeline"] else peer_dense_row
+        row["R@1 / peer"] = row["R@1"] / peer["R@1"]
+        row["p50 / peer"] = row["p50 ms"] / peer["p50 ms"]
+    client.close()
+    print(format_table(rows))
+    meta = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks), "children": len(children),
+            "candidates": CANDIDATES, "dataset": "CMRC 2018 trial (CC BY-SA 4.0)"}
+    print("\nwrote", write_results(args.out, {"setup": meta, "pipelines": rows}))
+
+
+if __name__ == "__main__":
+    main([])

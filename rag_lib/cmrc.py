@@ -1,0 +1,57 @@
+"""CMRC 2018 (SQuAD-format Chinese reading comprehension) loader for benchmarks; the data is read from
+`../shared/data/cmrc2018/` or $CMRC_PATH and never copied into the project (CC BY-SA 4.0)."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from rag_lib.store import PROJECT_ROOT
+
+DEFAULT_PATH = PROJECT_ROOT.parent / "shared" / "data" / "cmrc2018" / "cmrc2018_trial.json"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question with the id of the context that answers it and its gold answers."""
+
+    id: str
+    text: str
+    context_id: str
+    answers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Contexts by id, and the questions about them."""
+
+    contexts: dict[str, str]
+    titles: dict[str, str]
+    questions: list[Question]
+
+
+def cmrc_path(path: str | Path | None = None) -> Path:
+    """The CMRC json: the argument, else $CMRC_PATH, else the shared trial split; a clear error if absent."""
+    resolved = Path(path or os.environ.get("CMRC_PATH") or DEFAULT_PATH)
+    if not resolved.is_file():
+        raise FileNotFoundError(
+            f"CMRC 2018 data not found at {resolved}: pass --cmrc PATH or set CMRC_PATH to cmrc2018_trial.json "
+            "(https://github.com/ymcui/cmrc2018, CC BY-SA 4.0)."
+        )
+    return resolved
+
+
+def load_cmrc(path: str | Path | None = None) -> Dataset:
+    """Read contexts and questions; questions with an empty text are kept (they count as misses)."""
+    raw = json.loads(cmrc_path(path).read_text(encoding="utf-8"))
+    contexts, titles, questions = {}, {}, []
+    for article in raw["data"]:
+        for paragraph in article["paragraphs"]:
+            contexts[paragraph["id"]] = paragraph["context"]
+            titles[paragraph["id"]] = article.get("title", "")
+            for qa in paragraph["qas"]:
+                answers = tuple(dict.fromkeys(a["text"] for a in qa["answers"] if a["text"].strip()))
+                questions.append(Question(qa["id"], qa["question"].strip(), paragraph["id"], answers))
+    return Dataset(contexts, titles, questions)
