@@ -1,8 +1,10 @@
 """Load files, split them into chunks and upsert them into Milvus incrementally.
 
-Re-running on unchanged files writes nothing; a changed file replaces its old chunks; a deleted file's
+Re-running on unchanged files writes nothing (they are recognised by `file_hash`, a hash of the bytes and the
+chunker settings, before any parsing or chunking); a changed file replaces its old chunks; a deleted file's
 chunks are removed. New rows are written before stale ones are deleted, so an interrupted run never
-loses data, and a file counts as done only when all its `chunk_count` rows are present.
+loses data, and a file counts as done only when all its `chunk_count` rows are present. A file that cannot be
+read (see `rag_lib.loaders`) is listed in `IndexReport.errors` and keeps whatever was indexed for it before.
 """
 
 from __future__ import annotations
@@ -12,22 +14,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_text_splitters import RecursiveCharacterTextSplitter
 from pymilvus import MilvusClient
 from tqdm.auto import tqdm
 
+from rag_lib.chunking import Chunker
+from rag_lib.chunking import recursive_split as split_text
+from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes, read_text
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, chunk_id, count_rows, ensure_collection, quote
 from rag_lib.text import detect_language
 
-SUPPORTED_SUFFIXES = (".md", ".txt")
-# Paragraphs first, then Chinese and English sentence ends, then clauses, then words.
-SEPARATORS = ["\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", ""]
+# split_text (the default chunker), read_text and LoadError are re-exported: demo, bench and notebooks import them here.
+__all__ = ["Chunker", "IndexReport", "LoadError", "index_directory", "parent_documents", "read_text", "split_text"]
 EMBED_BATCH = 16
-
-
-class LoadError(ValueError):
-    """A file cannot be indexed; the message says why (empty, binary, undecodable, unsupported...)."""
 
 
 @dataclass
@@ -40,6 +40,7 @@ class IndexReport:
     errors: dict[str, str] = field(default_factory=dict)
     chunks_written: int = 0
     seconds: float = 0.0
+    chunks: dict[str, int] = field(default_factory=dict)  # source -> chunks written for it
 
     def summary(self) -> dict[str, float | int]:
         """One row for a results table."""
@@ -52,79 +53,68 @@ class IndexReport:
             "seconds": round(self.seconds, 1),
         }
 
-
-def read_text(path: Path) -> str:
-    """Decode a text file (UTF-8, else GB18030 for legacy Chinese files); reject empty or binary files."""
-    data = path.read_bytes()
-    if not data.strip():
-        raise LoadError(f"{path.name}: empty file")
-    if b"\x00" in data[:8192]:
-        raise LoadError(f"{path.name}: binary content, not text (wrong extension?)")
-    for encoding in ("utf-8-sig", "gb18030"):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    raise LoadError(f"{path.name}: not UTF-8 or GB18030 text; re-save it as UTF-8")
-
-
-def split_text(text: str, chunk_size: int = 300, chunk_overlap: int = 50) -> list[str]:
-    """Recursive split on paragraph, sentence (Chinese and English) and clause boundaries, in characters."""
-    splitter = RecursiveCharacterTextSplitter(
-        chunk_size=chunk_size, chunk_overlap=chunk_overlap, separators=SEPARATORS, keep_separator="end"
-    )
-    return [c.strip() for c in splitter.split_text(text) if c.strip()]
+    def files(self) -> list[dict[str, str | int]]:
+        """One row per file: source, status (indexed / skipped / removed / error), chunks written, reason."""
+        rows = [{"source": s, "status": "indexed", "chunks": self.chunks[s], "reason": ""} for s in self.indexed]
+        rows += [{"source": s, "status": "skipped", "chunks": 0, "reason": "unchanged"} for s in self.skipped]
+        rows += [{"source": s, "status": "removed", "chunks": 0, "reason": "file deleted"} for s in self.removed]
+        rows += [{"source": s, "status": "error", "chunks": 0, "reason": e} for s, e in self.errors.items()]
+        return sorted(rows, key=lambda r: str(r["source"]))
 
 
 def source_name(path: Path) -> str:
-    """How a file is named in the index: relative to the project when inside it, else absolute."""
-    path = path.resolve()
+    """How a file is named in the index: relative to the project when inside it, else absolute. Its folder is
+    resolved, its own name kept: a link is listed (and a broken one reported) under the name it has in the folder."""
+    path = path.parent.resolve() / path.name
     return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
 
 
-def title_of(text: str, path: Path) -> str:
-    """The first markdown header, else the file name without extension."""
-    for line in text.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()[:500]
-    return path.stem
+def file_hash(data: bytes, chunker: Chunker) -> str:
+    """Identifies one version of a file's rows: its bytes plus the chunker settings."""
+    return hashlib.sha256(data + b"|" + chunker.settings().encode()).hexdigest()[:32]
 
 
-def chunk_rows(path: Path, chunk_size: int = 300, chunk_overlap: int = 50) -> list[dict]:
-    """Rows (without vectors) for one file; `file_hash` covers the bytes and the splitter settings."""
-    text = read_text(path)
-    chunks = list(dict.fromkeys(split_text(text, chunk_size, chunk_overlap)))  # drop repeated chunks
-    source = source_name(path)
-    file_hash = hashlib.sha256(path.read_bytes() + f"|{chunk_size}|{chunk_overlap}".encode()).hexdigest()[:32]
-    title = title_of(text, path)
+def chunk_rows(
+    path: Path, chunker: Chunker = Chunker(), embeddings: Embeddings | None = None, data: bytes | None = None
+) -> list[dict]:
+    """Rows (without vectors) for one file. Chunk metadata other than `parent_id` becomes dynamic fields."""
+    data = read_bytes(path) if data is None else data
+    loaded = load_file(path, data)
+    chunks = chunker.split(loaded.text, embeddings)
+    if not chunks:
+        raise LoadError(f"{path.name}: no text to index")
+    source, version = source_name(path), file_hash(data, chunker)
     return [
         {
-            "id": chunk_id(source, chunk),
-            "text": chunk,
+            "id": chunk_id(source, chunk.text),
+            "text": chunk.text,
             "source": source,
-            "file_hash": file_hash,
+            "file_hash": version,
             "chunk_index": i,
             "chunk_count": len(chunks),
-            "parent_id": "",
-            "language": detect_language(chunk),
-            "title": title,
+            "parent_id": chunk.metadata.get("parent_id", ""),
+            "language": detect_language(chunk.text),
+            "title": loaded.title,
+            **{k: v for k, v in chunk.metadata.items() if k != "parent_id"},
         }
         for i, chunk in enumerate(chunks)
     ]
 
 
-def indexed_files(client: MilvusClient, collection: str) -> dict[str, str]:
-    """source -> file_hash of every file present in the collection (read from each file's chunk 0)."""
-    rows = client.query(collection, filter="chunk_index == 0", output_fields=["source", "file_hash"], limit=16384)
-    return {r["source"]: r["file_hash"] for r in rows}
+def indexed_files(client: MilvusClient, collection: str) -> dict[str, tuple[str, int]]:
+    """source -> (file_hash, chunk_count) of every file present in the collection (read from its chunk 0)."""
+    rows = client.query(
+        collection, filter="chunk_index == 0", output_fields=["source", "file_hash", "chunk_count"], limit=16384
+    )
+    return {r["source"]: (r["file_hash"], r["chunk_count"]) for r in rows}
 
 
-def is_complete(client: MilvusClient, collection: str, rows: list[dict]) -> bool:
+def is_complete(client: MilvusClient, collection: str, source: str, version: str, chunk_count: int) -> bool:
     """True when exactly this version's rows are stored for the file (none missing, none stale)."""
-    source = quote(rows[0]["source"])
-    return count_rows(client, collection, f"source == {source}") == len(rows) and count_rows(
-        client, collection, f"source == {source} and file_hash == {quote(rows[0]['file_hash'])}"
-    ) == len(rows)
+    where = f"source == {quote(source)}"
+    return count_rows(client, collection, where) == chunk_count and count_rows(
+        client, collection, f"{where} and file_hash == {quote(version)}"
+    ) == chunk_count
 
 
 def embed_rows(rows: list[dict], embeddings: Embeddings, progress: tqdm | None = None) -> None:
@@ -145,11 +135,12 @@ def write_file(client: MilvusClient, collection: str, rows: list[dict]) -> None:
 
 
 def list_files(folder: Path) -> list[Path]:
-    """Supported files below `folder`, sorted (hidden files skipped)."""
+    """Every file below `folder` (any type: unsupported ones are reported), sorted; hidden files and folders skipped."""
     if not folder.is_dir():
-        raise FileNotFoundError(f"{folder} is not a folder: pass the folder that holds your .md/.txt files")
+        raise FileNotFoundError(f"{folder} is not a folder: pass the folder that holds your documents")
     return sorted(
-        p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES and not p.name.startswith(".")
+        p for p in folder.rglob("*")
+        if not p.is_dir() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )
 
 
@@ -161,9 +152,18 @@ def index_directory(
     chunk_size: int = 300,
     chunk_overlap: int = 50,
     progress: bool = True,
+    chunker: str | Chunker = "recursive",
 ) -> IndexReport:
-    """Bring the collection in line with `folder`: index new/changed files, skip unchanged, drop deleted."""
+    """Bring the collection in line with `folder`: index new/changed files, skip unchanged, drop deleted.
+
+    `chunker` is a strategy name from `rag_lib.chunking.STRATEGIES` (sized by `chunk_size`/`chunk_overlap`) or a
+    `Chunker` that carries its own sizes.
+    """
     started = time.perf_counter()
+    if isinstance(chunker, str):
+        chunker = Chunker(chunker, chunk_size, chunk_overlap)
+    elif (chunk_size, chunk_overlap) != (300, 50):
+        raise ValueError("give the sizes either to the Chunker or as chunk_size/chunk_overlap, not both")
     folder = Path(folder)
     report = IndexReport()
     files = list_files(folder)
@@ -173,28 +173,54 @@ def index_directory(
 
     pending: list[list[dict]] = []
     for path in files:
+        source = source_name(path)
         try:
-            rows = chunk_rows(path, chunk_size, chunk_overlap)
+            check_supported(path)  # before reading: an unsupported file's reason is its type, not its size
+            data = read_bytes(path)
+            version = file_hash(data, chunker)
+            stored = known.get(source)
+            if stored and stored[0] == version and is_complete(client, collection, source, version, stored[1]):
+                report.skipped.append(source)
+                continue
+            pending.append(chunk_rows(path, chunker, embeddings, data))
         except (LoadError, OSError) as error:
-            report.errors[source_name(path)] = str(error)
-            continue
-        if known.get(rows[0]["source"]) == rows[0]["file_hash"] and is_complete(client, collection, rows):
-            report.skipped.append(rows[0]["source"])
-        else:
-            pending.append(rows)
+            report.errors[source] = str(error)
 
     with tqdm(total=sum(len(r) for r in pending), desc="embedding chunks", unit="chunk", disable=not progress) as bar:
         for rows in pending:
             embed_rows(rows, embeddings, bar)
             write_file(client, collection, rows)
             report.indexed.append(rows[0]["source"])
+            report.chunks[rows[0]["source"]] = len(rows)
             report.chunks_written += len(rows)
 
-    prefix = source_name(folder).rstrip("/") + "/"
+    prefix = source_name(folder.resolve()).rstrip("/") + "/"
     present = {source_name(p) for p in files}
     for source in sorted(known):
-        if source.startswith(prefix) and source not in present and source not in report.errors:
+        if source.startswith(prefix) and source not in present:
             client.delete(collection, filter=f"source == {quote(source)}")
             report.removed.append(source)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def parent_documents(client: MilvusClient, documents: list[Document], collection: str = DEFAULT_COLLECTION) -> list[Document]:
+    """Swap retrieved child chunks for their parents (parent-child chunking), one per parent, in rank order.
+
+    The parent text is read from the children's `parent_text` field; a chunk without a parent is kept as it is.
+    The parent Document keeps the best child's metadata and its text as `child_text`.
+    """
+    ids = [d.id for d in documents]
+    stored = {r["id"]: r for r in client.get(collection, ids=ids, output_fields=["parent_id", "parent_text"])} if ids else {}
+    parents: list[Document] = []
+    seen: set[str] = set()
+    for doc in documents:
+        row = stored.get(doc.id, {})
+        parent_id = row.get("parent_id", "")
+        if not parent_id:
+            parents.append(doc)
+        elif parent_id not in seen:
+            seen.add(parent_id)
+            metadata = {**doc.metadata, "child_text": doc.page_content}
+            parents.append(Document(page_content=row["parent_text"], metadata=metadata, id=parent_id))
+    return parents

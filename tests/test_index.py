@@ -1,13 +1,20 @@
-"""Incremental, idempotent indexing and the bad-input report."""
+"""Incremental, idempotent indexing, the bad-input report, chunking strategies and recovery from a killed run."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from rag_lib.index import LoadError, index_directory, read_text, split_text
-from rag_lib.store import DEFAULT_COLLECTION, count_rows
+from rag_lib.chunking import Chunker
+from rag_lib.index import LoadError, chunk_rows, index_directory, parent_documents, read_text, split_text
+from rag_lib.loaders import make_pdf
+from rag_lib.retriever import Retriever
+from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows, ensure_collection
 
 ZH = "Milvus Lite 是 Milvus 的嵌入式版本。它把数据保存在本地目录里，适合原型开发和教学。" * 3
 EN = "LangGraph builds stateful graphs of LLM calls. Nodes return partial state updates that reducers merge. " * 3
@@ -77,3 +84,144 @@ def test_split_text_respects_size_and_chinese_sentences():
     chunks = split_text(ZH + EN, chunk_size=80, chunk_overlap=0)
     assert all(len(c) <= 80 for c in chunks)
     assert chunks[0].endswith("。")
+
+
+# --- loaders through index_directory: bad inputs are reported and leave the good rows alone -------------------
+
+
+def rows_per_source(client) -> dict[str, tuple[int, str]]:
+    """source -> (row count, the one file_hash of its rows)."""
+    rows = client.query(DEFAULT_COLLECTION, filter="", output_fields=["source", "file_hash"], limit=10000)
+    counts: dict[str, list] = {}
+    for r in rows:
+        counts.setdefault(r["source"], []).append(r["file_hash"])
+    return {s: (len(h), h[0]) for s, h in counts.items() if len(set(h)) == 1} | {
+        s: (len(h), "MIXED") for s, h in counts.items() if len(set(h)) > 1
+    }
+
+
+def test_bad_inputs_are_listed_and_good_rows_stay_as_they_were(milvus, embeddings, corpus, monkeypatch):
+    monkeypatch.delenv("RAG_MAX_FILE_MB", raising=False)
+    index_directory(milvus, corpus, embeddings, progress=False)
+    before = rows_per_source(milvus)
+    good_pdf = make_pdf(["Milvus Lite keeps its data in a local folder."], title="Lite")
+    bad = {
+        "empty.md": (b"", "empty file"),
+        "garbage.md": (b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)), "binary content"),
+        "corrupt.pdf": (good_pdf[: len(good_pdf) // 2], "corrupt or unreadable PDF"),
+        "latin1.txt": ("café naïve ÿ".encode("latin-1"), "not UTF-8 or GB18030"),
+        "big.txt": (b"a" * (10 * 2**20), "over the 5 MB limit"),
+        "report.docx": (b"PK\x03\x04", "unsupported file type '.docx'"),
+    }
+    for name, (data, _) in bad.items():
+        (corpus / name).write_bytes(data)
+    (corpus / "dangling.md").symlink_to(corpus / "nowhere.md")
+    (corpus / "lite.pdf").write_bytes(good_pdf)
+    (corpus / "page.html").write_text("<title>T</title><p>HNSW 是一种图索引。</p><script>x()</script>", encoding="utf-8")
+
+    report = index_directory(milvus, corpus, embeddings, progress=False)
+
+    reasons = {Path(s).name: e for s, e in report.errors.items()}
+    assert set(reasons) == set(bad) | {"dangling.md"}
+    assert all(why in reasons[name] for name, (_, why) in bad.items())
+    assert "does not exist" in reasons["dangling.md"]
+    assert sorted(Path(s).name for s in report.indexed) == ["lite.pdf", "page.html"]
+    after = rows_per_source(milvus)
+    assert {s: after[s] for s in before} == before  # the good files' rows are untouched
+    assert set(after) == set(before) | set(report.indexed)  # nothing half-indexed for a bad file
+    statuses = {Path(r["source"]).name: r["status"] for r in report.files()}
+    assert statuses["milvus.md"] == "skipped" and statuses["big.txt"] == "error" and statuses["lite.pdf"] == "indexed"
+
+
+def test_changing_the_chunker_reindexes_and_leaves_no_stale_rows(milvus, embeddings, corpus):
+    index_directory(milvus, corpus, embeddings, progress=False)
+    report = index_directory(milvus, corpus, embeddings, progress=False, chunker=Chunker("markdown", 120, 0))
+    assert len(report.indexed) == 2 and report.skipped == []
+    expected = {r["id"] for p in corpus.iterdir() for r in chunk_rows(p, Chunker("markdown", 120, 0))}
+    rows = milvus.query(DEFAULT_COLLECTION, filter="", output_fields=["id", "headers"], limit=1000)
+    assert {r["id"] for r in rows} == expected and len(rows) == len(expected)
+    assert {r.get("headers") for r in rows} == {"Milvus Lite", None}  # .md chunks keep their header path
+    again = index_directory(milvus, corpus, embeddings, progress=False, chunker=Chunker("markdown", 120, 0))
+    assert again.indexed == [] and len(again.skipped) == 2
+
+
+def test_chunker_sizes_are_given_once(milvus, embeddings, corpus):
+    with pytest.raises(ValueError, match="either to the Chunker or as chunk_size/chunk_overlap"):
+        index_directory(milvus, corpus, embeddings, chunk_size=200, chunker=Chunker("markdown"), progress=False)
+
+
+def test_parent_child_retrieval_returns_each_parent_once(milvus, embeddings, corpus):
+    chunker = Chunker("parent_child", chunk_size=60, chunk_overlap=0, parent_size=200)
+    index_directory(milvus, corpus, embeddings, progress=False, chunker=chunker)
+    retriever = Retriever(client=milvus, embeddings=embeddings, k=6)
+    children = retriever.invoke("Milvus Lite 把数据保存在哪里？")
+    parents = parent_documents(milvus, children)
+    assert len({d.metadata["parent_id"] for d in children}) == len(parents) < len(children)
+    for parent in parents:
+        assert parent.metadata["child_text"] in parent.page_content and 60 < len(parent.page_content) <= 200
+    assert parents[0].metadata["child_text"] == children[0].page_content  # rank order kept
+
+
+def test_parent_documents_keeps_chunks_without_parent(milvus, embeddings, corpus):
+    index_directory(milvus, corpus, embeddings, progress=False)
+    hits = Retriever(client=milvus, embeddings=embeddings, k=2).invoke("LangGraph reducers")
+    assert parent_documents(milvus, hits) == hits
+
+
+# --- an indexing process killed with SIGKILL mid-run --------------------------------------------------------
+
+CHILD = """
+import sys
+from rag_lib import index
+from rag_lib.models import E5Embeddings
+from rag_lib.store import connect
+
+write_file = index.write_file
+def announce(client, collection, rows):  # instrumentation only: tell the parent when a file's rows are in
+    write_file(client, collection, rows)
+    print("WROTE", rows[0]["source"], flush=True)
+index.write_file = announce
+index.index_directory(connect(uri=sys.argv[1]), sys.argv[2], E5Embeddings(), progress=False)
+print("DONE", flush=True)
+"""
+
+
+def version(folder: Path, n: int, sentences: int) -> None:
+    """Write n files whose content (and chunk count) depends on `sentences`."""
+    for i in range(n):
+        body = " ".join(f"Document {i} sentence {j}: Milvus indexes vectors for search." for j in range(sentences))
+        (folder / f"doc{i}.txt").write_text(body, encoding="utf-8")
+
+
+def test_killed_run_is_repaired_by_the_next_run(tmp_path, embeddings):
+    """Lite lets one process hold the database: the children index, the parent only looks after they are gone."""
+    uri, folder = str(tmp_path / "kill.db"), tmp_path / "docs"
+    folder.mkdir()
+    version(folder, 6, 2)
+    done = subprocess.run([sys.executable, "-c", CHILD, uri, str(folder)], capture_output=True, text=True, timeout=600)
+    assert done.stdout.endswith("DONE\n"), done.stderr[-2000:]
+    version(folder, 6, 8)  # every file changes and grows to several chunks: old rows become stale
+
+    child = subprocess.Popen([sys.executable, "-c", CHILD, uri, str(folder)], stdout=subprocess.PIPE, text=True)
+    first = child.stdout.readline()
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=60)
+    child.stdout.close()
+    assert first.startswith("WROTE") and child.returncode == -signal.SIGKILL
+
+    expected = [r for p in sorted(folder.iterdir()) for r in chunk_rows(p)]
+    client = connect(uri=uri)
+    try:
+        ensure_collection(client, 384)
+        stored = client.query(DEFAULT_COLLECTION, filter="", output_fields=["id", "file_hash"], limit=10000)
+        new_hashes = {r["file_hash"] for r in expected}
+        assert 0 < sum(r["file_hash"] in new_hashes for r in stored) < len(expected)  # the kill left a mix
+
+        report = index_directory(client, folder, embeddings, progress=False)
+        assert first.split()[1] not in report.indexed and len(report.indexed) == 5  # only the unfinished files
+        stored = client.query(DEFAULT_COLLECTION, filter="", output_fields=["id", "file_hash"], limit=10000)
+        assert count_rows(client, DEFAULT_COLLECTION) == len(stored) == len(expected)
+        assert sorted(r["id"] for r in stored) == sorted(r["id"] for r in expected)  # no duplicates, none missing
+        assert {r["file_hash"] for r in stored} == new_hashes  # no stale rows
+    finally:
+        client.close()

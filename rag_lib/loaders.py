@@ -1,0 +1,183 @@
+"""Turn a file into plain text plus a title: Markdown, text, PDF (pypdf) and HTML (BeautifulSoup).
+
+Every problem becomes a `LoadError` whose message names the file and the fix, so an indexing run can list the
+bad files and carry on. Files above RAG_MAX_FILE_MB (default 5) are refused before they are read.
+`.docx` is not supported: it needs `python-docx`, which the course does not install.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bs4 import BeautifulSoup, NavigableString
+from pypdf import PdfReader, PdfWriter
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+DEFAULT_MAX_FILE_MB = 5.0
+# Tags whose text a reader never sees on the page.
+INVISIBLE_TAGS = ["script", "style", "noscript", "template", "head"]
+# Block tags end a paragraph; headings become Markdown headers so the header-based chunker can use them.
+BLOCK_TAGS = ["p", "div", "li", "tr", "pre", "blockquote", "section", "article", "table", "ul", "ol", "br"]
+HEADINGS = {f"h{level}": "#" * level for level in range(1, 7)}
+
+
+class LoadError(ValueError):
+    """A file cannot be indexed; the message says why (empty, binary, undecodable, unsupported...)."""
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    """The text of one file and the title to show in citations."""
+
+    text: str
+    title: str
+
+
+def max_file_bytes() -> int:
+    """The size limit in bytes, from RAG_MAX_FILE_MB (megabytes, default 5)."""
+    value = os.environ.get("RAG_MAX_FILE_MB", "").strip() or str(DEFAULT_MAX_FILE_MB)
+    try:
+        megabytes = float(value)
+    except ValueError:
+        raise ValueError(f"RAG_MAX_FILE_MB={value!r} is not a number of megabytes (e.g. RAG_MAX_FILE_MB=20)") from None
+    return int(megabytes * 1024 * 1024)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The raw bytes of a file that exists, is not empty and is not over the size limit (checked before reading)."""
+    if not path.exists():
+        raise LoadError(f"{path.name}: file does not exist (deleted, or a broken link?)")
+    size, limit = path.stat().st_size, max_file_bytes()
+    if size > limit:
+        raise LoadError(
+            f"{path.name}: {size / 2**20:.1f} MB is over the {limit / 2**20:g} MB limit; split the file or raise the "
+            f"limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}"
+        )
+    data = path.read_bytes()
+    if not data.strip():
+        raise LoadError(f"{path.name}: empty file")
+    return data
+
+
+def decode_text(data: bytes, name: str) -> str:
+    """UTF-8 (with or without BOM), else GB18030 for legacy Chinese files; binary content is rejected."""
+    if b"\x00" in data[:8192]:
+        raise LoadError(f"{name}: binary content, not text (wrong extension?)")
+    for encoding in ("utf-8-sig", "gb18030"):
+        try:
+            text = data.decode(encoding)
+            break
+        except UnicodeDecodeError:
+            continue
+    else:
+        raise LoadError(f"{name}: not UTF-8 or GB18030 text; re-save it as UTF-8")
+    controls = sum(1 for ch in text if ch not in "\t\n\r\f" and unicodedata.category(ch) == "Cc")
+    if controls > len(text) / 100:  # bytes that happened to decode, but are not prose
+        raise LoadError(f"{name}: binary content, not text (wrong extension?)")
+    return text
+
+
+def read_text(path: Path) -> str:
+    """Decode a text file (UTF-8, else GB18030); reject missing, oversized, empty or binary files."""
+    return decode_text(read_bytes(path), path.name)
+
+
+def title_of(text: str, path: Path) -> str:
+    """The first markdown header, else the file name without extension."""
+    for line in text.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()[:500]
+    return path.stem
+
+
+def load_text(data: bytes, path: Path) -> LoadedFile:
+    """Markdown or plain text: the decoded text; title from the first `# ` header."""
+    text = decode_text(data, path.name)
+    return LoadedFile(text, title_of(text, path))
+
+
+def load_pdf(data: bytes, path: Path) -> LoadedFile:
+    """Text of every page (pypdf), pages separated by blank lines; title from the PDF metadata."""
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise LoadError(f"{path.name}: encrypted PDF; save an unprotected copy")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        meta_title = (reader.metadata.title if reader.metadata else None) or ""
+    except LoadError:
+        raise
+    except Exception as error:  # pypdf raises many exception types on damaged files: all mean "unreadable"
+        raise LoadError(f"{path.name}: corrupt or unreadable PDF ({type(error).__name__}: {error})") from error
+    text = "\n\n".join(p.strip() for p in pages if p.strip())
+    if not text:
+        raise LoadError(f"{path.name}: PDF has no text layer (a scan?); run OCR on it first")
+    return LoadedFile(text, meta_title.strip()[:500] or path.stem)
+
+
+def load_html(data: bytes, path: Path) -> LoadedFile:
+    """The visible text of a page (no scripts, styles or head); headings as `#` lines; title from <title>."""
+    soup = BeautifulSoup(decode_text(data, path.name), "html.parser")
+    title = " ".join(soup.title.get_text(" ").split()) if soup.title else ""
+    for tag in soup(INVISIBLE_TAGS):
+        tag.decompose()
+    for string in soup.find_all(string=True):  # line breaks in the HTML source are just spaces on the page
+        if type(string) is NavigableString and string.parent.name != "pre":  # not comments
+            string.replace_with(re.sub(r"\s+", " ", string))
+    for tag in soup(list(HEADINGS)):
+        tag.insert_before(f"\n\n{HEADINGS[tag.name]} ")
+        tag.insert_after("\n\n")
+    for tag in soup(BLOCK_TAGS):
+        tag.insert_after("\n\n" if tag.name != "br" else "\n")
+    text = re.sub(r" *\n\s*\n\s*", "\n\n", soup.get_text()).strip()
+    if not text:
+        raise LoadError(f"{path.name}: HTML page has no visible text")
+    return LoadedFile(text, title[:500] or title_of(text, path))
+
+
+LOADERS: dict[str, Callable[[bytes, Path], LoadedFile]] = {
+    ".md": load_text,
+    ".txt": load_text,
+    ".pdf": load_pdf,
+    ".html": load_html,
+    ".htm": load_html,
+}
+
+
+def check_supported(path: Path) -> None:
+    """Raise LoadError for a file type without a loader, naming the supported ones."""
+    suffix = path.suffix.lower()
+    if suffix not in LOADERS:
+        hint = "; .docx needs python-docx, which is not installed: save it as PDF" if suffix == ".docx" else ""
+        raise LoadError(f"{path.name}: unsupported file type {suffix or '(none)'!r} (supported: {', '.join(LOADERS)}){hint}")
+
+
+def load_file(path: Path, data: bytes | None = None) -> LoadedFile:
+    """Load any supported file (`data`: its bytes, when already read) or raise LoadError saying why not."""
+    check_supported(path)
+    return LOADERS[path.suffix.lower()](read_bytes(path) if data is None else data, path)
+
+
+def make_pdf(lines: list[str], title: str = "") -> bytes:
+    """A minimal one-page PDF with these lines of text (Helvetica: ASCII only), for demos and tests."""
+    writer = PdfWriter()
+    page = writer.add_blank_page(612, 792)
+    font = DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica"),
+    })
+    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+    escaped = (line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines)
+    content = DecodedStreamObject()
+    content.set_data(("BT /F1 11 Tf 14 TL 72 720 Td " + " ".join(f"({line}) Tj T*" for line in escaped) + " ET").encode("latin-1"))
+    page.replace_contents(content)
+    if title:
+        writer.add_metadata({"/Title": title})
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()

@@ -1,0 +1,120 @@
+"""Loaders: every supported type gives text and a title; every bad input gives a LoadError that says why."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from rag_lib.loaders import LoadError, load_file, make_pdf, max_file_bytes, read_bytes, read_text
+
+HTML = """<!DOCTYPE html><html><head><title>Milvus
+  analyzers</title><style>p { color: red }</style><script>var hidden = "SCRIPT TEXT";</script></head>
+<body><!-- COMMENT TEXT --><h1>Analyzers</h1><p>An analyzer has a
+   <b>tokenizer</b> and filters.</p><h2>jieba</h2><p>jieba 把中文切成词。</p><ul><li>one</li><li>two</li></ul></body></html>"""
+
+
+def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    return path
+
+
+def test_markdown_text_and_title(tmp_path):
+    loaded = load_file(write(tmp_path, "notes.md", "intro line\n# Milvus Lite\n\nEmbedded Milvus."))
+    assert loaded.title == "Milvus Lite" and "Embedded Milvus." in loaded.text
+
+
+def test_plain_text_title_falls_back_to_file_name(tmp_path):
+    assert load_file(write(tmp_path, "hnsw_notes.txt", "HNSW is a graph index.")).title == "hnsw_notes"
+
+
+def test_gb18030_text_is_decoded(tmp_path):
+    text = "中文编码的旧文件，使用 GB18030 保存。"
+    assert read_text(write(tmp_path, "legacy.txt", text.encode("gb18030"))) == text
+
+
+def test_undecodable_text_is_an_error(tmp_path):
+    path = write(tmp_path, "latin1.txt", "café au lait, naïve ÿ".encode("latin-1"))
+    with pytest.raises(LoadError, match="latin1.txt: not UTF-8 or GB18030 text; re-save it as UTF-8"):
+        load_file(path)
+
+
+def test_binary_garbage_named_md_is_rejected(tmp_path):
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8
+    with pytest.raises(LoadError, match="garbage.md: binary content"):
+        load_file(write(tmp_path, "garbage.md", png))
+
+
+def test_binary_without_nul_bytes_is_rejected_too(tmp_path):
+    rng = random.Random(0)
+    noise = bytes(rng.randrange(1, 256) for _ in range(4096))  # no NUL byte: decoding is what must catch it
+    with pytest.raises(LoadError, match="noise.md: (binary content|not UTF-8)"):
+        load_file(write(tmp_path, "noise.md", noise))
+
+
+def test_control_characters_that_decode_are_still_binary(tmp_path):
+    with pytest.raises(LoadError, match="codes.txt: binary content"):
+        load_file(write(tmp_path, "codes.txt", bytes(range(1, 32)) * 100))  # valid UTF-8, but not prose
+
+
+def test_empty_and_whitespace_files_are_rejected(tmp_path):
+    for name, data in [("empty.md", b""), ("blank.txt", b" \n\t\n")]:
+        with pytest.raises(LoadError, match=f"{name}: empty file"):
+            load_file(write(tmp_path, name, data))
+
+
+def test_missing_path_is_an_error(tmp_path):
+    with pytest.raises(LoadError, match="gone.md: file does not exist"):
+        load_file(tmp_path / "gone.md")
+
+
+def test_file_over_the_size_limit_says_how_to_raise_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAG_MAX_FILE_MB", raising=False)
+    path = write(tmp_path, "big.txt", b"a" * (10 * 2**20))
+    with pytest.raises(LoadError, match=r"big.txt: 10.0 MB is over the 5 MB limit; .*RAG_MAX_FILE_MB=11"):
+        load_file(path)
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "11")
+    assert len(read_bytes(path)) == 10 * 2**20
+
+
+def test_bad_size_limit_setting_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "lots")
+    with pytest.raises(ValueError, match="RAG_MAX_FILE_MB='lots' is not a number"):
+        max_file_bytes()
+
+
+def test_pdf_text_and_title(tmp_path):
+    path = write(tmp_path, "lite.pdf", make_pdf(["Milvus Lite keeps data (on disk).", "Second line."], title="Lite notes"))
+    loaded = load_file(path)
+    assert loaded.title == "Lite notes"
+    assert loaded.text.splitlines() == ["Milvus Lite keeps data (on disk).", "Second line."]
+
+
+def test_corrupt_pdf_is_an_error(tmp_path):
+    good = make_pdf(["Some text."])
+    for name, data in [("truncated.pdf", good[: len(good) // 2]), ("fake.pdf", b"this is not a PDF at all")]:
+        with pytest.raises(LoadError, match=f"{name}: corrupt or unreadable PDF"):
+            load_file(write(tmp_path, name, data))
+
+
+def test_pdf_without_text_layer_is_an_error(tmp_path):
+    with pytest.raises(LoadError, match="scan.pdf: PDF has no text layer"):
+        load_file(write(tmp_path, "scan.pdf", make_pdf([])))
+
+
+def test_html_keeps_visible_text_only_and_reads_the_title(tmp_path):
+    loaded = load_file(write(tmp_path, "page.html", HTML))
+    assert loaded.title == "Milvus analyzers"
+    assert "SCRIPT TEXT" not in loaded.text and "COMMENT TEXT" not in loaded.text and "color" not in loaded.text
+    assert "An analyzer has a tokenizer and filters." in loaded.text  # source line breaks are spaces
+    assert "# Analyzers" in loaded.text.splitlines() and "## jieba" in loaded.text.splitlines()
+    assert "jieba 把中文切成词。" in loaded.text
+
+
+def test_unsupported_type_names_the_supported_ones(tmp_path):
+    with pytest.raises(LoadError, match=r"report.docx: unsupported file type '.docx' .*python-docx"):
+        load_file(write(tmp_path, "report.docx", b"PK\x03\x04 zip"))
+    with pytest.raises(LoadError, match=r"unsupported file type '.csv' \(supported: .md, .txt, .pdf, .html, .htm\)"):
+        load_file(write(tmp_path, "table.csv", "a,b\n1,2\n"))
