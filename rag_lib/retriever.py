@@ -1,8 +1,15 @@
 """Retrieval over the course collection: dense, sparse (BM25) or hybrid, as a LangChain retriever.
 
-Hybrid RRF runs server-side through pymilvus `hybrid_search`. Weighted fusion runs client-side over two
-`search` calls with min-max normalisation, because BM25 scores are unbounded (and negative on Milvus
-Lite) and would swamp cosine similarities if added raw.
+Every argument is checked against the collection's schema when the Retriever is built, before any search,
+and a wrong one raises `RetrieverConfigError` naming the problem and the fix.
+
+Rankers for several fields (search_type="hybrid"):
+- "rrf": Reciprocal Rank Fusion inside Milvus (`hybrid_search` + `RRFRanker`): only ranks count.
+- "weighted": weighted sum of scores. With `normalize=True` (default) each field's candidate scores are
+  min-max scaled to [0, 1] client-side first, because BM25 is unbounded (and negated on Milvus Lite) and
+  would swamp cosine similarities in [-1, 1]. `normalize=False` adds the RAW scores with pymilvus
+  `WeightedRanker(norm_score=False)`: the trap, kept so it can be shown.
+- "model": coarse top-`candidates` by RRF, then a second-stage `reranker` (rag_lib.rerank) keeps the top k.
 """
 
 from __future__ import annotations
@@ -10,21 +17,31 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, model_validator
-from pymilvus import AnnSearchRequest, MilvusClient, RRFRanker
+from pydantic import ConfigDict, Field, PrivateAttr
+from pymilvus import AnnSearchRequest, DataType, MilvusClient, RRFRanker, WeightedRanker
 
+from rag_lib.rerank import Reranker
 from rag_lib.store import DEFAULT_COLLECTION, DENSE_SEARCH_PARAMS, METADATA_FIELDS, SPARSE_SEARCH_PARAMS
 
-OUTPUT_FIELDS = ["text", "dense", *METADATA_FIELDS]
+DEFAULT_FIELDS = {"dense": ["dense"], "sparse": ["sparse"], "hybrid": ["dense", "sparse"]}
+DEFAULT_SEARCH_PARAMS = {"dense": DENSE_SEARCH_PARAMS, "sparse": SPARSE_SEARCH_PARAMS}
+SIMILARITY_FIELD = "dense"  # the e5 passage vector: every hit gets its cosine similarity to the query
+VECTOR_TYPES = {
+    DataType.BINARY_VECTOR, DataType.FLOAT_VECTOR, DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR,
+    DataType.SPARSE_FLOAT_VECTOR, DataType.INT8_VECTOR,
+}
+
+
+class RetrieverConfigError(ValueError):
+    """A Retriever argument does not fit the collection or the other arguments; raised before any search."""
 
 
 class Retriever(BaseRetriever):
-    """Search the `dense` and/or BM25 `sparse` field and return Documents with `score` in metadata."""
+    """Search one or more vector fields, fuse or rerank, and return Documents with `score` and `similarity`."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -32,85 +49,238 @@ class Retriever(BaseRetriever):
     embeddings: Embeddings
     collection: str = DEFAULT_COLLECTION
     search_type: Literal["dense", "sparse", "hybrid"] = "hybrid"
+    search_fields: list[str] | None = None  # default from search_type (DEFAULT_FIELDS)
+    search_params: dict[str, dict] = Field(default_factory=dict)  # per field; "dense"/"sparse" have defaults
     k: int = 4
-    ranker: Literal["rrf", "weighted"] = "rrf"
+    ranker: Literal["rrf", "weighted", "model"] = "rrf"
     rrf_k: int = 60
-    weights: tuple[float, float] = (0.5, 0.5)  # (dense, sparse) for ranker="weighted"
-    candidates: int = 20
-    filter: str = ""
+    weights: tuple[float, ...] | None = None  # one per field for ranker="weighted"; default equal
+    normalize: bool = True  # weighted: min-max scale each field first (False = raw scores, the trap)
+    candidates: int = 20  # per-field top-N that fusion / reranking works on
+    reranker: Reranker | None = None  # required for ranker="model" (rag_lib.rerank.get_reranker())
+    filter: str = ""  # Milvus boolean expression on scalar fields, e.g. 'language == "zh"'
     min_similarity: float | None = None  # drop hits whose cosine similarity to the query is lower
 
-    @model_validator(mode="after")
-    def _validate(self) -> Retriever:
-        if self.k < 1:
-            raise ValueError(f"k={self.k}: k must be at least 1")
-        if self.candidates < self.k:
-            raise ValueError(f"candidates={self.candidates} must be >= k={self.k} (it is the coarse top-N)")
-        if len(self.weights) != 2 or not all(0.0 <= w <= 1.0 for w in self.weights):
-            raise ValueError(f"weights={self.weights}: give two numbers in [0, 1], for (dense, sparse)")
-        if not self.client.has_collection(self.collection):
-            raise ValueError(f"collection {self.collection!r} does not exist: index documents first (rag_lib.index)")
-        self.client.load_collection(self.collection)  # a reopened Lite collection comes back released
-        return self
+    _fields: list[str] = PrivateAttr(default_factory=list)
+    _params: dict[str, dict] = PrivateAttr(default_factory=dict)
+    _text_fields: set[str] = PrivateAttr(default_factory=set)  # queried with the raw text (BM25 function)
+    _weights: list[float] = PrivateAttr(default_factory=list)
+    _output_fields: list[str] = PrivateAttr(default_factory=list)
 
-    def _request(self, field: str, query: str, vector: list[float], limit: int) -> dict[str, Any]:
-        if field == "dense":
-            return {"data": [vector], "anns_field": "dense", "param": DENSE_SEARCH_PARAMS, "limit": limit}
-        return {"data": [query], "anns_field": "sparse", "param": SPARSE_SEARCH_PARAMS, "limit": limit}
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._check()  # outside pydantic validation, so RetrieverConfigError is not wrapped in ValidationError
+
+    def _check(self) -> None:
+        """Validate every argument against the schema, before any search, and resolve fields, params, weights."""
+        self._check_sizes()
+        if not self.client.has_collection(self.collection):
+            raise RetrieverConfigError(
+                f"collection {self.collection!r} does not exist: index documents first (rag_lib.index.index_directory)."
+            )
+        fields = self.client.describe_collection(self.collection)["fields"]
+        vectors = {f["name"]: f for f in fields if DataType(int(f["type"])) in VECTOR_TYPES}
+        scalars = [f["name"] for f in fields if f["name"] not in vectors]
+        self._fields = self._resolve_fields(sorted(vectors))
+        self._text_fields = {name for name in self._fields if query_kind(vectors[name]) == "sparse"}
+        for name in self._fields:
+            self._check_field_kind(name, vectors[name])
+        self._params = self._resolve_params()
+        self._weights = self._resolve_weights()
+        if self.ranker == "model" and self.reranker is None:
+            raise RetrieverConfigError(
+                "ranker='model' needs a reranker: pass reranker=rag_lib.rerank.get_reranker() "
+                "(or EmbeddingReranker(embeddings), LLMReranker(llm), ...)."
+            )
+        if self.min_similarity is not None and SIMILARITY_FIELD not in vectors:
+            raise RetrieverConfigError(
+                f"min_similarity needs a {SIMILARITY_FIELD!r} embedding field, which {self.collection!r} lacks: "
+                "drop min_similarity."
+            )
+        wanted = ["text", SIMILARITY_FIELD, *METADATA_FIELDS, *scalars]  # the course fields first, then any others
+        self._output_fields = [f for f in dict.fromkeys(wanted) if f != "id" and (f in scalars or f in vectors)]
+        self.client.load_collection(self.collection)  # a reopened Lite collection comes back released
+
+    def _check_sizes(self) -> None:
+        """k and candidates make sense together."""
+        if self.k < 1:
+            raise RetrieverConfigError(f"k={self.k}: k is how many passages to return; give k >= 1 (e.g. k=4).")
+        if self.candidates < self.k:
+            raise RetrieverConfigError(
+                f"candidates={self.candidates} < k={self.k}: candidates is the per-field top-N that fusion and "
+                "reranking choose from; give candidates >= k."
+            )
+
+    def _resolve_fields(self, vector_fields: list[str]) -> list[str]:
+        """search_fields (or the search_type default), checked against the collection and the search_type."""
+        fields = list(self.search_fields) if self.search_fields is not None else DEFAULT_FIELDS[self.search_type]
+        if not fields:
+            raise RetrieverConfigError(f"search_fields is empty: name one or more vector fields of {vector_fields}.")
+        for field in fields:
+            if field not in vector_fields:
+                raise RetrieverConfigError(
+                    f"unknown field {field!r}: collection {self.collection!r} has the vector fields {vector_fields}; "
+                    "pick search_fields among them."
+                )
+        if len(set(fields)) != len(fields):
+            raise RetrieverConfigError(f"search_fields={fields} repeats a field: list each field once.")
+        if len(fields) > 1 and self.search_type != "hybrid":
+            raise RetrieverConfigError(
+                f"search_type={self.search_type!r} searches one field but search_fields={fields}: "
+                "use search_type='hybrid' to fuse several fields, or keep one field."
+            )
+        if self.search_type == "hybrid" and len(fields) < 2:
+            raise RetrieverConfigError(
+                f"search_type='hybrid' fuses several fields but search_fields={fields}: add a field, or use "
+                "search_type='dense' / 'sparse' for one field."
+            )
+        return fields
+
+    def _check_field_kind(self, name: str, field: dict) -> None:
+        """The field can be queried, and by the kind of search that search_type asks for."""
+        kind = query_kind(field)
+        if kind is None:
+            raise RetrieverConfigError(
+                f"field {name!r} is {DataType(int(field['type'])).name}: this retriever queries FLOAT_VECTOR fields "
+                "with the embedding and BM25 function fields with the text; search another field."
+            )
+        if self.search_type != "hybrid" and kind != self.search_type:
+            raise RetrieverConfigError(
+                f"search_type={self.search_type!r} but field {name!r} is a {kind} field: use search_type={kind!r}."
+            )
+
+    def _resolve_params(self) -> dict[str, dict]:
+        """Search params per field: given ones, else the course defaults for "dense" / "sparse"."""
+        unused = sorted(set(self.search_params) - set(self._fields))
+        if unused:
+            raise RetrieverConfigError(
+                f"search_params given for {unused}, which are not searched (search_fields={self._fields}): "
+                "fix the field name."
+            )
+        params = {f: self.search_params.get(f) or DEFAULT_SEARCH_PARAMS.get(f) for f in self._fields}
+        for field, value in params.items():
+            if value is None:
+                raise RetrieverConfigError(
+                    f"no search params for field {field!r} (only 'dense' and 'sparse' have defaults): pass "
+                    f"search_params={{{field!r}: {{'metric_type': 'COSINE', 'params': {{'ef': 64}}}}}} with the "
+                    "metric and index params of that field's index."
+                )
+        return params
+
+    def _resolve_weights(self) -> list[float]:
+        """One weight per field for ranker="weighted" (equal by default), each in [0, 1]."""
+        n = len(self._fields)
+        weights = list(self.weights) if self.weights is not None else [1.0 / n] * n
+        if self.ranker == "weighted":
+            if len(weights) != n:
+                raise RetrieverConfigError(
+                    f"weights={tuple(weights)} has {len(weights)} numbers but there are {n} fields {self._fields}: "
+                    "give one weight per field, in that order."
+                )
+            if not all(0.0 <= w <= 1.0 for w in weights) or sum(weights) == 0:
+                raise RetrieverConfigError(
+                    f"weights={tuple(weights)}: each weight must be in [0, 1], one at least above 0; e.g. (0.6, 0.4)."
+                )
+        return weights
+
+    def plan(self) -> dict[str, Any]:
+        """The resolved search: fields, their search params, ranker and weights."""
+        plan: dict[str, Any] = {"fields": self._fields, "search_params": self._params, "k": self.k}
+        plan["ranker"] = self.ranker
+        if self.ranker == "weighted":
+            plan |= {"weights": self._weights, "normalize": self.normalize}
+        if self.ranker == "model" or len(self._fields) > 1:
+            plan["candidates"] = self.candidates
+        return plan
+
+    def _data(self, field: str, query: str, vector: list[float]) -> list:
+        """What a field is queried with: the text for BM25 (Milvus analyses it), else the query embedding."""
+        return [query] if field in self._text_fields else [vector]
+
+    def _hits(self, results: list[dict], text_field: bool = False) -> list[dict]:
+        """Flat hit dicts; BM25 scores made positive (Lite returns them negated, order right; a server positive)."""
+        return [
+            {"id": h["id"], "score": abs(float(h["distance"])) if text_field else float(h["distance"]), **h["entity"]}
+            for h in results
+        ]
 
     def _search(self, field: str, query: str, vector: list[float], limit: int) -> list[dict]:
-        request = self._request(field, query, vector, limit)
-        hits = self.client.search(
-            self.collection,
-            data=request["data"],
-            anns_field=field,
-            search_params=request["param"],
-            limit=limit,
-            filter=self.filter,
-            output_fields=OUTPUT_FIELDS,
+        """One field, pymilvus `search`."""
+        results = self.client.search(
+            self.collection, data=self._data(field, query, vector), anns_field=field, search_params=self._params[field],
+            limit=limit, filter=self.filter, output_fields=self._output_fields,
         )[0]
-        return [{"id": h["id"], "score": float(h["distance"]), **h["entity"]} for h in hits]
+        return self._hits(results, field in self._text_fields)
 
-    def _hybrid_rrf(self, query: str, vector: list[float]) -> list[dict]:
+    def _hybrid(self, query: str, vector: list[float], limit: int) -> list[dict]:
+        """Several fields fused inside Milvus (`hybrid_search`): RRF, or raw weighted sum when normalize=False."""
+        expr = self.filter or None
         requests = [
-            AnnSearchRequest(**self._request(f, query, vector, self.candidates), expr=self.filter or None)
-            for f in ("dense", "sparse")
+            AnnSearchRequest(self._data(f, query, vector), f, self._params[f], self.candidates, expr=expr)
+            for f in self._fields
         ]
-        hits = self.client.hybrid_search(
-            self.collection, requests, ranker=RRFRanker(self.rrf_k), limit=self.k, output_fields=OUTPUT_FIELDS
+        if self.ranker == "weighted":
+            ranker = WeightedRanker(*self._weights, norm_score=False)
+        else:
+            ranker = RRFRanker(self.rrf_k)
+        results = self.client.hybrid_search(
+            self.collection, requests, ranker=ranker, limit=limit, output_fields=self._output_fields
         )[0]
-        return [{"id": h["id"], "score": float(h["distance"]), **h["entity"]} for h in hits]
+        return self._hits(results)
 
-    def _hybrid_weighted(self, query: str, vector: list[float]) -> list[dict]:
+    def _min_max_fusion(self, query: str, vector: list[float], limit: int) -> list[dict]:
+        """Several fields fused client-side: each field's scores min-max scaled to [0, 1], then weighted."""
         fused: dict[str, dict] = {}
-        for field, weight in zip(("dense", "sparse"), self.weights):
+        for field, weight in zip(self._fields, self._weights):
             hits = self._search(field, query, vector, self.candidates)
             for hit, norm in zip(hits, min_max([h["score"] for h in hits])):
                 entry = fused.setdefault(hit["id"], {**hit, "score": 0.0})
                 entry["score"] += weight * norm
-        return sorted(fused.values(), key=lambda h: h["score"], reverse=True)[: self.k]
+        return sorted(fused.values(), key=lambda h: h["score"], reverse=True)[:limit]
+
+    def _rerank(self, query: str, hits: list[dict]) -> list[dict]:
+        """Second stage: the reranker re-orders the candidates and keeps k; `score` becomes its score."""
+        documents = self.reranker.rerank(query, [to_document(h) for h in hits], self.k)
+        return [
+            {**d.metadata, "text": d.page_content, "retrieval_score": d.metadata["score"],
+             "score": d.metadata["rerank_score"]}
+            for d in documents
+        ]
 
     def search(self, query: str) -> list[dict]:
-        """Raw hits (id, score, text, metadata), best first."""
+        """Raw hits (id, score, similarity, text, metadata), best first."""
         if not query.strip():
             raise ValueError("empty query: ask a question with some words in it")
         vector = self.embeddings.embed_query(query)
-        if self.search_type != "hybrid":
-            hits = self._search(self.search_type, query, vector, self.k)
-            if self.search_type == "sparse":  # Milvus Lite returns BM25 scores negated; order is right
-                hits = [{**h, "score": abs(h["score"])} for h in hits]
-        elif self.ranker == "rrf":
-            hits = self._hybrid_rrf(query, vector)
+        limit = self.candidates if self.ranker == "model" else self.k
+        if len(self._fields) == 1:
+            hits = self._search(self._fields[0], query, vector, limit)
+        elif self.ranker == "weighted" and self.normalize:
+            hits = self._min_max_fusion(query, vector, limit)
         else:
-            hits = self._hybrid_weighted(query, vector)
+            hits = self._hybrid(query, vector, limit)  # also the coarse RRF stage of ranker="model"
         for hit in hits:
-            hit["similarity"] = cosine(vector, hit.pop("dense"))
-        if self.min_similarity is not None:
+            if SIMILARITY_FIELD in hit:
+                hit["similarity"] = cosine(vector, hit.pop(SIMILARITY_FIELD))
+        if self.min_similarity is not None:  # before reranking: off-topic candidates cost the reranker nothing
             hits = [h for h in hits if h["similarity"] >= self.min_similarity]
+        if self.ranker == "model" and hits:
+            hits = self._rerank(query, hits)
         return hits
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return [to_document(hit) for hit in self.search(query)]
+
+
+def query_kind(field: dict) -> str | None:
+    """"dense" for a float vector (queried with the embedding), "sparse" for a BM25 function output (queried
+    with the text, which Milvus analyses itself), None for any other vector field."""
+    kind = DataType(int(field["type"]))
+    if kind == DataType.FLOAT_VECTOR:
+        return "dense"
+    if kind == DataType.SPARSE_FLOAT_VECTOR and field.get("is_function_output"):
+        return "sparse"
+    return None
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -1,0 +1,182 @@
+"""Second-stage rerankers: re-score a few first-stage candidates more carefully and keep the best `top_k`.
+
+All of them implement one method, `rerank(query, documents, top_k)`, and put their score in
+`metadata["rerank_score"]`. `get_reranker()` picks one from environment variables (offline by default):
+
+| variables set                                       | reranker                                        |
+| --------------------------------------------------- | ----------------------------------------------- |
+| none                                                | `EmbeddingReranker`: e5 cosine                  |
+| RAG_RERANK_LLM=1                                    | `LLMReranker`: the chat model scores 0-10       |
+| RAG_RERANK_CROSS_ENCODER=<model name or path>       | `CrossEncoderReranker` (sentence-transformers)  |
+| RAG_RERANK_MODEL + RAG_RERANK_BASE_URL (+ _API_KEY) | `HttpReranker`: Jina/Cohere/DashScope-style API |
+
+No cross-encoder with bundled weights installs offline here, so the default re-scores candidates with the
+same e5 model the dense search used: it mostly restores the dense order inside a hybrid candidate list.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import httpx
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, Field
+
+from rag_lib.models import ConfigError, get_chat_model, get_embeddings
+
+LLM_PROMPT = (
+    "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
+    "Question: {query}\nPassage: {passage}"
+)
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Anything that re-orders candidate Documents for a query, best first, and keeps `top_k`."""
+
+    def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]: ...
+
+
+def ranked(documents: Sequence[Document], scores: Sequence[float], top_k: int) -> list[Document]:
+    """Copies of `documents` with metadata["rerank_score"], best first (ties keep input order), `top_k` kept."""
+    if top_k < 1:
+        raise ValueError(f"top_k={top_k}: keep at least one document")
+    if len(documents) != len(scores):
+        raise ValueError(f"{len(documents)} documents but {len(scores)} scores")
+    order = sorted(range(len(documents)), key=lambda i: -scores[i])[:top_k]
+    return [
+        documents[i].model_copy(update={"metadata": {**documents[i].metadata, "rerank_score": float(scores[i])}})
+        for i in order
+    ]
+
+
+class EmbeddingReranker:
+    """Re-score candidates by embedding cosine (e5 by default): the offline default, cheap with cached
+    passage vectors, but it only re-applies the dense model, so expect little gain over dense search."""
+
+    def __init__(self, embeddings: Embeddings | None = None) -> None:
+        self.embeddings = embeddings or get_embeddings()
+
+    def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
+        if not documents:
+            return []
+        q = np.asarray(self.embeddings.embed_query(query), dtype=np.float32)
+        p = np.asarray(self.embeddings.embed_documents([d.page_content for d in documents]), dtype=np.float32)
+        scores = p @ q / (np.linalg.norm(p, axis=1) * np.linalg.norm(q) + 1e-12)
+        return ranked(documents, scores.tolist(), top_k)
+
+
+class RelevanceScore(BaseModel):
+    """How well one passage answers the question."""
+
+    score: int = Field(ge=0, le=10, description="0 = unrelated, 10 = the passage states the answer")
+
+
+class LLMReranker:
+    """Pointwise LLM reranking: the chat model gives each passage a 0-10 score via structured output.
+    One call per candidate, one after another (llama.cpp cannot serve parallel calls), so keep N small.
+    Measured with the local 1.5B model: 8-50 s per call on a busy 2-core CPU, and it scored all 8
+    (question, passage) pairs tried 10, relevant or not, so ties keep the first-stage order. Worth it only
+    with a stronger model (RAG_LLM_MODEL)."""
+
+    def __init__(self, llm: BaseChatModel | None = None, max_chars: int = 400) -> None:
+        self.scorer = (llm or get_chat_model()).with_structured_output(RelevanceScore)
+        self.max_chars = max_chars  # longer passages are cut: prompt processing is the cost on CPU
+
+    def score(self, query: str, passage: str) -> int:
+        """The model's 0-10 relevance score for one passage."""
+        result = self.scorer.invoke(LLM_PROMPT.format(query=query, passage=passage[: self.max_chars]))
+        return int(result.score)
+
+    def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
+        if not documents:
+            return []
+        return ranked(documents, [self.score(query, d.page_content) for d in documents], top_k)
+
+
+class CrossEncoderReranker:
+    """A sentence-transformers CrossEncoder (e.g. BAAI/bge-reranker-base) that you supply: it reads query and
+    passage together, the classic second stage. Not installed by default (it pulls torch, ~1.4 GB)."""
+
+    def __init__(self, model_name: str, **kwargs: Any) -> None:
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError as error:
+            raise ImportError(
+                "CrossEncoderReranker needs sentence-transformers, which is not installed: "
+                "`pip install sentence-transformers` (pulls torch, ~1.4 GB) and make sure the model "
+                f"{model_name!r} is on disk or downloadable, or use EmbeddingReranker / HttpReranker instead."
+            ) from error
+        self.model = CrossEncoder(model_name, **kwargs)
+
+    def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
+        if not documents:
+            return []
+        scores = self.model.predict([(query, d.page_content) for d in documents])
+        return ranked(documents, [float(s) for s in scores], top_k)
+
+
+class HttpReranker:
+    """A hosted rerank endpoint in the common shape (Jina /v1/rerank, Cohere /v2/rerank, DashScope
+    compatible-api /v1/reranks, vLLM/TEI): POST {model, query, documents, top_n} -> results[index, relevance_score]."""
+
+    def __init__(self, url: str, model: str, api_key: str | None = None, client: httpx.Client | None = None) -> None:
+        self.url, self.model, self.api_key = url, model, api_key
+        self.client = client or httpx.Client(timeout=30.0)
+
+    def request_body(self, query: str, documents: list[Document], top_k: int) -> dict[str, Any]:
+        """The JSON sent to the endpoint."""
+        return {
+            "model": self.model,
+            "query": query,
+            "documents": [d.page_content for d in documents],
+            "top_n": min(top_k, len(documents)),
+            "return_documents": False,
+        }
+
+    def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
+        if not documents:
+            return []
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        response = self.client.post(self.url, json=self.request_body(query, documents, top_k), headers=headers)
+        response.raise_for_status()
+        body = response.json()
+        results = body.get("results") or body.get("output", {}).get("results")  # DashScope native: output.results
+        if not isinstance(results, list):
+            raise ValueError(f"rerank response from {self.url} has no 'results' list: {str(body)[:200]}")
+        picked = [documents[int(r["index"])] for r in results]
+        return ranked(picked, [float(r["relevance_score"]) for r in results], top_k)
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def get_reranker(embeddings: Embeddings | None = None) -> Reranker:
+    """The reranker chosen by environment variables (see the module table); half settings fail clearly."""
+    model, url, key = _env("RAG_RERANK_MODEL"), _env("RAG_RERANK_BASE_URL"), _env("RAG_RERANK_API_KEY")
+    cross_encoder, llm = _env("RAG_RERANK_CROSS_ENCODER"), _env("RAG_RERANK_LLM") in ("1", "true", "yes")
+    http = bool(model or url or key)
+    chosen = [name for name, on in (("RAG_RERANK_MODEL/_BASE_URL", http), ("RAG_RERANK_CROSS_ENCODER", cross_encoder),
+                                    ("RAG_RERANK_LLM", llm)) if on]
+    if len(chosen) > 1:
+        raise ConfigError(f"several rerankers are configured ({', '.join(chosen)}): unset all but one.")
+    if http:
+        if not (model and url):
+            raise ConfigError(
+                "an HTTP reranker needs both RAG_RERANK_MODEL (e.g. jina-reranker-v2-base-multilingual, gte-rerank-v2) "
+                "and RAG_RERANK_BASE_URL (the full endpoint, e.g. https://api.jina.ai/v1/rerank); "
+                "RAG_RERANK_API_KEY if the service needs one. Unset them all to stay offline."
+            )
+        return HttpReranker(url, model, key)
+    if cross_encoder:
+        return CrossEncoderReranker(cross_encoder)
+    if llm:
+        return LLMReranker()
+    return EmbeddingReranker(embeddings)

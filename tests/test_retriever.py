@@ -1,0 +1,370 @@
+"""Retriever: argument validation before any search, each search strategy on a small fixed corpus, the
+rerankers (HTTP through an httpx.MockTransport test double), and the sample questions over data/docs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from langchain_core.documents import Document
+from pymilvus import DataType
+
+from rag_lib.index import index_directory
+from rag_lib.models import E5_MIN_SIMILARITY, ConfigError
+from rag_lib.rerank import (
+    CrossEncoderReranker,
+    EmbeddingReranker,
+    HttpReranker,
+    LLMReranker,
+    RelevanceScore,
+    get_reranker,
+    ranked,
+)
+from rag_lib.retriever import Retriever, RetrieverConfigError
+from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, build_index_params, build_schema, ensure_collection, quote
+
+CORPUS = {
+    "bm25_zh.md": "# Milvus 全文检索\n\nMilvus 的全文检索使用 BM25 算法给文档打分。分析器由分词器和过滤器组成：中文文本应当使用 "
+    "jieba 分词器，否则一整段中文会被当成一个词元，中文查询什么也找不到。",
+    "hnsw.md": "# HNSW index\n\nHNSW builds a layered graph of small worlds over the vectors. The build parameter M "
+    "sets how many neighbours each vector links to, and the search parameter ef sets how many candidates a query "
+    "explores before it returns.",
+    "langgraph.txt": "LangGraph state and reducers\n\nIn a LangGraph graph every node returns a partial update of the "
+    "state. When two parallel nodes write the same key, a reducer such as operator.add merges the updates; without a "
+    "reducer the graph raises InvalidUpdateError.",
+    "chunking_zh.txt": "文本切分策略\n\n切分决定了检索的基本单位。块太大，向量表示被稀释；块太小，句子脱离上下文。常见做法是每块 200 "
+    "到 500 个字符，相邻块重叠 10% 到 20%，再用评估集比较召回率。",
+}
+
+
+def names(hits: list[dict]) -> list[str]:
+    return [Path(h["source"]).name for h in hits]
+
+
+@pytest.fixture(scope="module")
+def passage_cache(embeddings):
+    """The real e5 model with passage vectors kept in memory, so each test's re-indexing costs no embedding."""
+    from langchain_classic.embeddings import CacheBackedEmbeddings
+    from langchain_core.stores import InMemoryByteStore
+
+    store = InMemoryByteStore()
+    return CacheBackedEmbeddings.from_bytes_store(embeddings, store, namespace="test-e5", key_encoder="sha256")
+
+
+@pytest.fixture()
+def indexed(milvus, passage_cache, tmp_path: Path):
+    """The four-file corpus above, one chunk per file, in a throw-away Milvus Lite database."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in CORPUS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    report = index_directory(milvus, folder, passage_cache, progress=False)
+    assert report.chunks_written == len(CORPUS)
+    return milvus
+
+
+@pytest.fixture()
+def no_search(milvus, monkeypatch: pytest.MonkeyPatch):
+    """An empty course collection whose search calls fail: validation must reject arguments before searching."""
+    ensure_collection(milvus, 384)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a search ran before the arguments were validated")
+
+    monkeypatch.setattr(milvus, "search", forbidden)
+    monkeypatch.setattr(milvus, "hybrid_search", forbidden)
+    return milvus
+
+
+# ---------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragments"),
+    [
+        ({"search_fields": ["title"]}, ["unknown field 'title'", "['dense', 'sparse']"]),
+        ({"search_type": "dense", "search_fields": ["dense", "sparse"]}, ["search_type='hybrid'", "one field"]),
+        ({"search_type": "hybrid", "search_fields": ["dense"]}, ["add a field", "search_type='dense'"]),
+        ({"search_type": "dense", "search_fields": ["sparse"]}, ["is a sparse field", "search_type='sparse'"]),
+        ({"search_fields": ["dense", "dense"]}, ["repeats a field"]),
+        ({"search_fields": []}, ["search_fields is empty"]),
+        ({"search_type": "dense", "search_params": {"sparse": {}}}, ["given for ['sparse']", "not searched"]),
+        ({"ranker": "weighted", "weights": (1.0,)}, ["has 1 numbers but there are 2 fields", "one weight per field"]),
+        ({"ranker": "weighted", "weights": (1.5, 0.5)}, ["in [0, 1]"]),
+        ({"ranker": "weighted", "weights": (-0.1, 0.5)}, ["in [0, 1]"]),
+        ({"ranker": "weighted", "weights": (0.0, 0.0)}, ["one at least above 0"]),
+        ({"ranker": "model"}, ["needs a reranker", "get_reranker()"]),
+        ({"k": 0}, ["k=0", "k >= 1"]),
+        ({"k": 30}, ["candidates=20 < k=30"]),
+        ({"collection": "nope"}, ["collection 'nope' does not exist", "index documents first"]),
+    ],
+)
+def test_bad_arguments_fail_before_any_search_with_a_clear_message(no_search, embeddings, kwargs, fragments):
+    with pytest.raises(RetrieverConfigError) as error:
+        Retriever(client=no_search, embeddings=embeddings, **kwargs)
+    for fragment in fragments:
+        assert fragment in str(error.value)
+    assert "validation error" not in str(error.value)  # ours, not wrapped in a pydantic ValidationError
+
+
+def test_config_error_is_a_value_error_and_good_arguments_resolve_defaults(no_search, embeddings):
+    assert issubclass(RetrieverConfigError, ValueError)
+    plan = Retriever(client=no_search, embeddings=embeddings, ranker="weighted").plan()
+    assert plan["fields"] == ["dense", "sparse"] and plan["weights"] == [0.5, 0.5] and plan["normalize"] is True
+    assert plan["search_params"]["dense"]["metric_type"] == "COSINE"
+    assert plan["search_params"]["sparse"]["metric_type"] == "BM25"
+    assert Retriever(client=no_search, embeddings=embeddings, search_type="sparse").plan()["fields"] == ["sparse"]
+
+
+@pytest.fixture()
+def extra_fields(milvus):
+    """A collection with two more vector fields: `title_vec` (no default params) and `splade` (plain sparse)."""
+    schema = build_schema(384)
+    schema.add_field("title_vec", DataType.FLOAT_VECTOR, dim=384)
+    schema.add_field("splade", DataType.SPARSE_FLOAT_VECTOR)
+    index_params = build_index_params(milvus)
+    index_params.add_index("title_vec", index_type="FLAT", metric_type="COSINE")
+    index_params.add_index("splade", index_type="SPARSE_INVERTED_INDEX", metric_type="IP")
+    milvus.create_collection("extra", schema=schema, index_params=index_params)
+    return milvus
+
+
+def test_field_without_default_params_needs_search_params(extra_fields, embeddings):
+    extra = dict(client=extra_fields, embeddings=embeddings, collection="extra")
+    with pytest.raises(RetrieverConfigError, match=r"no search params for field 'title_vec'.*search_params="):
+        Retriever(**extra, search_type="dense", search_fields=["title_vec"])
+    with pytest.raises(RetrieverConfigError, match=r"\['dense', 'sparse', 'splade', 'title_vec'\]"):
+        Retriever(**extra, search_fields=["titel_vec", "dense"])
+    with pytest.raises(RetrieverConfigError, match="'splade' is SPARSE_FLOAT_VECTOR"):
+        Retriever(**extra, search_fields=["dense", "splade"])
+    given = {"title_vec": {"metric_type": "COSINE", "params": {}}}
+    retriever = Retriever(**extra, search_fields=["dense", "title_vec"], search_params=given)
+    assert retriever.plan()["search_params"]["title_vec"] == given["title_vec"]
+
+
+def test_empty_query_is_refused(no_search, embeddings):
+    with pytest.raises(ValueError, match="empty query"):
+        Retriever(client=no_search, embeddings=embeddings).search("   ")
+
+
+# ---------------------------------------------------------------- search results
+
+
+def test_dense_finds_a_paraphrase(indexed, embeddings):
+    hits = Retriever(client=indexed, embeddings=embeddings, search_type="dense", k=2).search(
+        "What happens when two branches update the same key?"
+    )
+    assert names(hits)[0] == "langgraph.txt" and len(hits) == 2
+    assert hits[0]["score"] == pytest.approx(hits[0]["similarity"], abs=1e-4)  # dense score is the cosine
+
+
+def test_sparse_finds_a_chinese_keyword_through_jieba(indexed, embeddings):
+    hits = Retriever(client=indexed, embeddings=embeddings, search_type="sparse", k=4).search("jieba 分词器")
+    assert names(hits) == ["bm25_zh.md"]  # BM25 only returns chunks that share a token with the query
+    assert hits[0]["score"] > 1.0  # Lite's negated BM25 score comes back positive
+
+
+def test_hybrid_rrf_finds_the_document_and_invoke_returns_documents(indexed, embeddings):
+    retriever = Retriever(client=indexed, embeddings=embeddings, k=3)
+    docs = retriever.invoke("每块多少个字符")
+    assert [Path(d.metadata["source"]).name for d in docs][0] == "chunking_zh.txt" and len(docs) == 3
+    assert all(isinstance(d, Document) and {"score", "similarity"} <= d.metadata.keys() for d in docs)
+    assert docs[0].metadata["score"] == pytest.approx(2 / 61)  # rank 1 in both lists: 1/(60+1) twice
+
+
+def test_filter_expression_restricts_the_sources(indexed, embeddings):
+    english = Retriever(client=indexed, embeddings=embeddings, k=4, filter='language == "en"').search("jieba 分词器")
+    assert set(names(english)) == {"hnsw.md", "langgraph.txt"}
+    source = next(r["source"] for r in indexed.query(DEFAULT_COLLECTION, filter="", output_fields=["source"], limit=10)
+                  if r["source"].endswith("hnsw.md"))
+    for ranker in ("rrf", "weighted"):
+        only = f"source == {quote(source)}"
+        hits = Retriever(client=indexed, embeddings=embeddings, ranker=ranker, filter=only).search("graph")
+        assert names(hits) == ["hnsw.md"]
+
+
+def test_min_similarity_drops_off_topic_passages(indexed, embeddings):
+    question = "How long should I boil an egg to get a soft yolk?"
+    assert len(Retriever(client=indexed, embeddings=embeddings, k=3).search(question)) == 3
+    cut = Retriever(client=indexed, embeddings=embeddings, k=3, min_similarity=E5_MIN_SIMILARITY)
+    assert cut.search(question) == []
+    kept = cut.search("jieba 分词器")
+    assert names(kept) == ["bm25_zh.md"] and kept[0]["similarity"] >= E5_MIN_SIMILARITY
+
+
+def test_weighted_normalised_follows_the_weights_but_raw_lets_bm25_win(indexed, embeddings):
+    # "how many" is also in hnsw.md, so BM25 ranks it first; dense finds the (Chinese) chunking document.
+    question = "How many characters should each chunk have?"
+    dense = Retriever(client=indexed, embeddings=embeddings, search_type="dense").search(question)
+    sparse = Retriever(client=indexed, embeddings=embeddings, search_type="sparse").search(question)
+    assert names(dense)[0] == "chunking_zh.txt" and names(sparse)[0] == "hnsw.md"
+    common = dict(client=indexed, embeddings=embeddings, ranker="weighted", weights=(0.9, 0.1))
+    normalised = Retriever(**common).search(question)
+    raw = Retriever(**common, normalize=False).search(question)
+    assert names(normalised)[0] == "chunking_zh.txt"  # 90% dense really means dense decides
+    assert all(0.0 <= h["score"] <= 1.0 for h in normalised)
+    assert names(raw)[0] == "hnsw.md"  # raw BM25 (unbounded) swamps cosine despite weight 0.1
+    bm25 = {h["id"]: h["score"] for h in sparse}
+    top = raw[0]
+    assert top["score"] == pytest.approx(0.9 * top["similarity"] + 0.1 * bm25[top["id"]], rel=1e-3)
+    assert top["score"] > 1.0  # impossible for a weighted mean of cosines
+
+
+def test_model_ranker_with_embedding_reranker_reorders_by_e5_cosine(indexed, embeddings):
+    reranker = EmbeddingReranker(embeddings)
+    retriever = Retriever(client=indexed, embeddings=embeddings, ranker="model", reranker=reranker, k=2)
+    hits = retriever.search("jieba 分词器")
+    assert names(hits)[0] == "bm25_zh.md" and len(hits) == 2
+    scores = [h["rerank_score"] for h in hits]
+    assert scores == sorted(scores, reverse=True) and all(h["score"] == h["rerank_score"] for h in hits)
+    # The e5 reranker re-computes exactly the dense similarity: this is why it adds little over dense search.
+    assert all(h["rerank_score"] == pytest.approx(h["similarity"], abs=1e-4) for h in hits)
+    assert all("retrieval_score" in h for h in hits)
+
+
+# ---------------------------------------------------------------- rerankers
+
+
+def docs_abc() -> list[Document]:
+    return [Document(page_content=t, metadata={"source": f"{t}.md"}) for t in ("alpha", "beta", "gamma")]
+
+
+def mock(handler) -> httpx.Client:
+    """An httpx client whose requests go to `handler` (a test double), never to the network."""
+    return httpx.Client(transport=httpx.MockTransport(handler))
+
+
+def test_http_reranker_request_and_response_mapping():
+    seen: dict = {}
+
+    def fake_service(request: httpx.Request) -> httpx.Response:  # test double for a Jina/Cohere-style endpoint
+        seen.update(url=str(request.url), auth=request.headers.get("authorization"), body=json.loads(request.content))
+        results = [{"index": 2, "relevance_score": 0.9}, {"index": 0, "relevance_score": 0.4}]
+        return httpx.Response(200, json={"results": results})
+
+    reranker = HttpReranker("https://rerank.test/v1/rerank", "test-model", "sk-test", client=mock(fake_service))
+    out = reranker.rerank("which letter?", docs_abc(), top_k=2)
+    assert seen == {
+        "url": "https://rerank.test/v1/rerank",
+        "auth": "Bearer sk-test",
+        "body": {"model": "test-model", "query": "which letter?", "documents": ["alpha", "beta", "gamma"], "top_n": 2,
+                 "return_documents": False},
+    }
+    assert [d.page_content for d in out] == ["gamma", "alpha"]
+    assert [d.metadata["rerank_score"] for d in out] == [0.9, 0.4] and out[0].metadata["source"] == "gamma.md"
+
+
+def test_http_reranker_reads_dashscope_shape_and_reports_bad_responses():
+    def dashscope(request: httpx.Request) -> httpx.Response:  # test double: DashScope native wraps results in output
+        return httpx.Response(200, json={"output": {"results": [{"index": 1, "relevance_score": 0.7}]}})
+
+    out = HttpReranker("https://x.test/rerank", "gte-rerank-v2", client=mock(dashscope)).rerank("q", docs_abc(), 3)
+    assert [(d.page_content, d.metadata["rerank_score"]) for d in out] == [("beta", 0.7)]
+
+    def broken(request: httpx.Request) -> httpx.Response:  # test double: no results list
+        return httpx.Response(200, json={"error": "quota"})
+
+    with pytest.raises(ValueError, match="no 'results' list"):
+        HttpReranker("https://x.test/rerank", "m", client=mock(broken)).rerank("q", docs_abc(), 1)
+
+    def unauthorised(request: httpx.Request) -> httpx.Response:  # test double: wrong key
+        assert "authorization" not in request.headers  # no key configured: no header sent
+        return httpx.Response(401, json={"message": "bad key"})
+
+    with pytest.raises(httpx.HTTPStatusError):
+        HttpReranker("https://x.test/rerank", "m", client=mock(unauthorised)).rerank("q", docs_abc(), 1)
+
+
+class FakeScoringModel:
+    """Test double for a chat model with structured output: scores 8 when the passage mentions "beta"."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def with_structured_output(self, schema):
+        assert schema is RelevanceScore
+        return self
+
+    def invoke(self, prompt: str) -> RelevanceScore:
+        self.prompts.append(prompt)
+        return RelevanceScore(score=8 if "beta" in prompt.split("Passage:")[1] else 3)
+
+
+def test_llm_reranker_scores_each_passage_and_ties_keep_first_stage_order():
+    model = FakeScoringModel()
+    documents = [*docs_abc(), Document(page_content="betamax")]
+    out = LLMReranker(model, max_chars=4).rerank("which letter?", documents, top_k=3)
+    expected = [("beta", 8.0), ("betamax", 8.0), ("alpha", 3.0)]  # ties keep input order
+    assert [(d.page_content, d.metadata["rerank_score"]) for d in out] == expected
+    assert [p.rsplit(" ", 1)[-1] for p in model.prompts] == ["alph", "beta", "gamm", "beta"]  # one call each, cut
+
+
+def test_ranked_keeps_top_k_and_rejects_bad_input():
+    out = ranked(docs_abc(), [0.1, 0.5, 0.5], top_k=2)
+    assert [d.page_content for d in out] == ["beta", "gamma"]  # tie: input order
+    assert docs_abc()[0].metadata == {"source": "alpha.md"}  # inputs are not modified
+    with pytest.raises(ValueError):
+        ranked(docs_abc(), [1.0], top_k=1)
+    with pytest.raises(ValueError):
+        ranked(docs_abc(), [1.0, 2.0, 3.0], top_k=0)
+
+
+@pytest.fixture()
+def no_rerank_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for suffix in ("MODEL", "BASE_URL", "API_KEY", "CROSS_ENCODER", "LLM"):
+        monkeypatch.delenv(f"RAG_RERANK_{suffix}", raising=False)
+    return monkeypatch
+
+
+def test_get_reranker_resolves_from_the_environment(no_rerank_env, embeddings):
+    assert isinstance(get_reranker(embeddings), EmbeddingReranker)
+    no_rerank_env.setenv("RAG_RERANK_MODEL", "jina-reranker-v2-base-multilingual")
+    with pytest.raises(ConfigError, match="RAG_RERANK_BASE_URL"):
+        get_reranker(embeddings)
+    no_rerank_env.setenv("RAG_RERANK_BASE_URL", "https://api.jina.ai/v1/rerank")
+    no_rerank_env.setenv("RAG_RERANK_API_KEY", "sk-test")
+    http = get_reranker(embeddings)
+    assert isinstance(http, HttpReranker) and (http.url, http.model, http.api_key) == (
+        "https://api.jina.ai/v1/rerank", "jina-reranker-v2-base-multilingual", "sk-test")
+    no_rerank_env.setenv("RAG_RERANK_LLM", "1")
+    with pytest.raises(ConfigError, match="several rerankers"):
+        get_reranker(embeddings)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is not None, reason="it is installed here")
+def test_cross_encoder_without_sentence_transformers_says_how_to_install():
+    with pytest.raises(ImportError, match="pip install sentence-transformers"):
+        CrossEncoderReranker("BAAI/bge-reranker-base")
+
+
+# ---------------------------------------------------------------- the course corpus
+
+
+@pytest.fixture(scope="module")
+def course_index(tmp_path_factory):
+    """data/docs in a throw-away database, with the disk-cached course embeddings (fast after the first run)."""
+    from rag_lib.models import get_embeddings
+    from rag_lib.store import connect
+
+    client = connect(uri=str(tmp_path_factory.mktemp("course") / "docs.db"))
+    embeddings = get_embeddings()
+    index_directory(client, PROJECT_ROOT / "data" / "docs", embeddings, progress=False)
+    yield client, embeddings
+    client.close()
+
+
+def test_sample_questions_find_their_source_in_the_top_3(course_index):
+    client, embeddings = course_index
+    questions = json.loads((PROJECT_ROOT / "data" / "sample_questions.json").read_text(encoding="utf-8"))
+    answerable = [q for q in questions if q["source"]]
+    assert len(answerable) >= 20
+    retriever = Retriever(client=client, embeddings=embeddings, k=3)
+    misses = {}
+    for q in answerable:
+        found = names(retriever.search(q["question"]))
+        if q["source"] not in found:
+            misses[q["question"]] = found
+    assert misses == {}
