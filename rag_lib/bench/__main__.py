@@ -7,6 +7,9 @@ import sys
 
 BENCHMARKS = {
     "quickstart": "model assembly/load, indexing throughput, per-question latency of the quickstart",
+    "answers": "LLM passage grader on data/, plain RAG vs Corrective RAG on CMRC 2018 (half local, half web)",
+    "index": "indexing stages, ANN sweep (FLAT/IVF/HNSW recall@10 vs latency, build, size), Lite's dropped params",
+    "retrieval": "CMRC 2018 retrieval quality + latency per pipeline, beside a rank_bm25/numpy peer baseline",
 }
 
 
