@@ -1,0 +1,357 @@
+"""Corrective RAG graph (rag_lib.graphs.crag): routing, web failures, knowledge refinement and the LLM budget.
+
+Everything here runs without a model, a database or a network. The chat model is a TEST DOUBLE
+(`ScriptedChatModel`, a small BaseChatModel subclass whose structured output goes through LangChain's own
+tool-call parsing): as grader it copies the answer "jieba" when the passage contains the marker word ON_TOPIC
+and invents "Beijing" otherwise (the graph must reject a copy that is not in the passage); as rewriter it returns
+fixed search terms, one of them not in the question; as generator it echoes its prompt, so the tests can see
+which strips reached it.
+The retriever and the web search are fakes too: fixed Documents with a chosen `similarity`, fixed pages.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
+
+from rag_lib.graphs.crag import (
+    WEB_FAILED,
+    PassageAnswer,
+    SearchTerms,
+    build_crag_graph,
+    lexical_overlap,
+    make_strips,
+    occurs_in,
+    refine,
+)
+from rag_lib.graphs.rag import REFUSAL
+from rag_lib.websearch import WebSearchError
+
+QUESTION = "Which tokenizer does the Milvus chinese analyzer use?"
+BAND = (0.86, 0.90)
+TERMS = ["Milvus", "chinese analyzer", "jieba 0.42", "tokenizer", "Milvus"]  # "jieba 0.42" is a made-up term
+REWRITTEN = "Milvus chinese analyzer tokenizer"
+
+
+class ScriptedChatModel(BaseChatModel):
+    """TEST DOUBLE for the chat model: deterministic replies chosen by the kind of request, every call logged.
+    Structured output goes through LangChain's own with_structured_output (bind_tools + tool-call parser), as
+    with the real model: a request with the PassageAnswer tool is a grade, with SearchTerms a rewrite."""
+
+    terms: list[str] = Field(default_factory=lambda: list(TERMS))
+    calls: list[str] = Field(default_factory=list)  # "grade" | "rewrite" | "answer", in call order
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-test-double"
+
+    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        tool = kwargs["tools"][0]["function"]["name"] if kwargs.get("tools") else None
+        if tool == SearchTerms.__name__:
+            self.calls.append("rewrite")
+            message = tool_call_message(tool, json.dumps({"terms": self.terms}))
+        elif tool == PassageAnswer.__name__:
+            # copies "jieba" from passages marked ON_TOPIC, makes up "Beijing" for the others, and writes
+            # broken JSON (as a grammar cut short would) for passages marked GARBLED
+            self.calls.append("grade")
+            passage = str(messages[-1].content).split("Passage:", 1)[1]
+            copied = "jieba" if "ON_TOPIC" in passage else "Beijing"
+            answer = '{"answer": "jie' if "GARBLED" in passage else json.dumps({"answer": copied})
+            message = tool_call_message(tool, answer)
+        else:
+            self.calls.append("answer")
+            message = AIMessage(f"ANSWER FROM <<{messages[-1].content}>>")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def tool_call_message(name: str, arguments: str) -> AIMessage:
+    """An OpenAI-style tool-call reply, parsed by LangChain like the real model's."""
+    call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return AIMessage("", additional_kwargs={"tool_calls": [call]})
+
+
+class FakeRetriever(BaseRetriever):
+    """Test double: the same Documents for every query."""
+
+    documents: list[Document]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return list(self.documents)
+
+
+class FakeWeb:
+    """Test double for rag_lib.websearch.WebSearch: fixed pages, or an error, and a log of the queries."""
+
+    def __init__(self, pages: list[Document] | None = None, error: Exception | None = None) -> None:
+        self.pages, self.error, self.queries = pages or [], error, []
+
+    def search(self, query: str, k: int = 4) -> list[Document]:
+        self.queries.append(query)
+        if self.error is not None:
+            raise self.error
+        return self.pages[:k]
+
+
+def chunk(text: str, similarity: float | None, source: str = "data/docs/milvus.md") -> Document:
+    metadata = {"source": source} if similarity is None else {"source": source, "similarity": similarity}
+    return Document(page_content=text, metadata=metadata)
+
+
+ANSWER_CHUNK = "The chinese analyzer of Milvus uses the jieba tokenizer to split Chinese text into words."
+NOISE_CHUNK = "Boil the eggs for six minutes, then cool them in iced water before peeling."
+WEB_PAGE = Document(
+    page_content="Milvus analyzers combine a tokenizer and filters. The chinese analyzer uses the jieba tokenizer. "
+    "The project was started in 2019 by a company in Shanghai.",
+    metadata={"title": "Milvus analyzers", "url": "https://example.org/milvus-analyzers", "backend": "fake"},
+)
+
+
+def crag(documents: list[Document], llm: ScriptedChatModel, web: FakeWeb, **settings: Any):
+    """The graph under test over a fake retriever, with the calibrated band unless `thresholds` is given."""
+    return build_crag_graph(FakeRetriever(documents=documents), llm, web, **({"thresholds": BAND} | settings))
+
+
+def run(graph, question: str = QUESTION, **inputs: Any) -> tuple[dict, list[str]]:
+    """Stream the graph with stream_mode="updates"; return the final state and the nodes in visiting order."""
+    state: dict = {"question": question, **inputs}
+    nodes = []
+    for update in graph.stream(state, stream_mode="updates"):
+        for node, values in update.items():
+            nodes.append(node)
+            for key, value in (values or {}).items():
+                added = key in ("llm_calls", "notes")  # the two keys with an operator.add reducer
+                state[key] = state.get(key, 0 if key == "llm_calls" else []) + value if added else value
+    return state, nodes
+
+
+def test_all_relevant_goes_straight_to_refinement_without_web_search():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    docs = [chunk(ANSWER_CHUNK, 0.95), chunk(ANSWER_CHUNK + " Again.", 0.91), chunk("ON_TOPIC " + ANSWER_CHUNK, 0.87)]
+    state, nodes = run(crag(docs, llm, web))
+    assert nodes == ["retrieve", "grade_documents", "refine_knowledge", "generate"]
+    assert state["action"] == "correct"
+    assert web.queries == []
+    # a passage above `upper` settles it: the band passage next to it is kept without a grading call
+    assert llm.calls == ["answer"]
+    assert [(g["decided_by"], g["relevant"]) for g in state["grades"]] == [("similarity", True)] * 3
+    assert state["llm_calls"] == 1
+    assert "jieba" in state["answer"] and "data/docs/milvus.md" in state["answer"]
+
+
+def test_no_relevant_document_rewrites_the_query_and_searches_the_web():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    graph = crag([chunk(NOISE_CHUNK, 0.80), chunk(NOISE_CHUNK, 0.79)], llm, web)
+    state, nodes = run(graph)
+    assert nodes == ["retrieve", "grade_documents", "rewrite_query", "web_search", "refine_knowledge", "generate"]
+    assert state["action"] == "incorrect" and state["relevant"] == []
+    assert web.queries == [REWRITTEN] and state["web_query"] == REWRITTEN
+    assert llm.calls == ["rewrite", "answer"]
+    assert [d.metadata["origin"] for d in state["knowledge"]] == ["web"]
+    assert "https://example.org/milvus-analyzers" in state["answer"]
+    assert "Boil" not in state["answer"]
+
+
+def test_band_passages_are_graded_by_the_llm_and_ambiguous_keeps_local_and_web():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    docs = [chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88), chunk(NOISE_CHUNK, 0.87, source="data/docs/eggs.md")]
+    state, _ = run(crag(docs, llm, web))
+    grades = [(g["decided_by"], g["relevant"], g["copied"]) for g in state["grades"]]
+    assert grades == [("llm", True, "jieba"), ("llm", False, "Beijing")]
+    assert state["action"] == "ambiguous"  # an LLM "yes" alone never skips the web
+    assert llm.calls == ["grade", "grade", "rewrite", "answer"]
+    assert {d.metadata["origin"] for d in state["knowledge"]} == {"local", "web"}
+    assert "data/docs/eggs.md" not in state["answer"]
+
+
+def test_unparsable_grade_counts_as_not_relevant():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    state, _ = run(crag([chunk("GARBLED " + ANSWER_CHUNK, 0.88)], llm, web))
+    assert state["grades"][0]["relevant"] is False and state["action"] == "incorrect"
+    assert llm.calls == ["grade", "rewrite", "answer"]
+
+
+def test_web_search_error_answers_from_local_knowledge_and_says_so():
+    llm = ScriptedChatModel()
+    web = FakeWeb(error=WebSearchError("Tavily web search timed out after 10.0s (ReadTimeout)."))
+    docs = [chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88)]
+    state, nodes = run(crag(docs, llm, web))
+    assert nodes[-2:] == ["refine_knowledge", "generate"]
+    assert "timed out" in state["web_error"]
+    assert any("web search failed" in note for note in state["notes"])
+    assert state["answer"].startswith("ANSWER FROM") and "jieba" in state["answer"]
+    assert state["answer"].endswith(WEB_FAILED["en"])
+
+
+def test_web_search_error_with_nothing_local_refuses_without_an_answer_call():
+    llm, web = ScriptedChatModel(), FakeWeb(error=WebSearchError("connection refused"))
+    state, nodes = run(crag([chunk(NOISE_CHUNK, 0.70)], llm, web))
+    assert nodes[-1] == "refuse"
+    assert state["answer"] == REFUSAL["en"] + "\n" + WEB_FAILED["en"]
+    assert llm.calls == ["rewrite"]
+
+
+def test_empty_web_results_refuse():
+    llm, web = ScriptedChatModel(), FakeWeb([])
+    state, nodes = run(crag([chunk(NOISE_CHUNK, 0.70)], llm, web))
+    assert web.queries == [REWRITTEN]
+    assert state["web_results"] == [] and "web_error" not in state
+    assert nodes[-1] == "refuse" and state["answer"] == REFUSAL["en"]
+    assert "web search returned 0 pages" in state["notes"]
+
+
+def test_knowledge_refinement_keeps_only_strips_about_the_question():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    mixed = chunk(f"{ANSWER_CHUNK} {NOISE_CHUNK} The weather in Paris was sunny all week long.", 0.95)
+    state, _ = run(crag([mixed], llm, web))
+    kept = [s["text"] for s in state["strips"] if s["kept"]]
+    dropped = [s["text"] for s in state["strips"] if not s["kept"]]
+    assert kept == [ANSWER_CHUNK]
+    assert len(dropped) == 2 and all(s["score"] < 0.3 for s in state["strips"] if not s["kept"])
+    assert state["knowledge"][0].page_content == ANSWER_CHUNK
+    assert "Boil" not in state["answer"] and "Paris" not in state["answer"]
+
+
+def test_refinement_caps_the_number_of_strips_and_keeps_document_order():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    graph = crag([chunk(NOISE_CHUNK, 0.80)], llm, web, max_strips=1)
+    state, _ = run(graph)
+    kept = [s for s in state["strips"] if s["kept"]]
+    assert [s["text"] for s in kept] == ["The chinese analyzer uses the jieba tokenizer."]
+    assert kept[0]["score"] == max(s["score"] for s in state["strips"])
+
+
+@pytest.mark.parametrize(
+    "budget, expected_calls", [(3, ["grade", "rewrite", "answer"]), (2, ["rewrite", "answer"]), (1, ["answer"])]
+)
+def test_llm_call_budget_is_respected(budget, expected_calls):
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    docs = [chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88), chunk("ON_TOPIC " + ANSWER_CHUNK, 0.87), chunk(NOISE_CHUNK, 0.86)]
+    state, _ = run(crag(docs, llm, web), max_llm_calls=budget)
+    assert llm.calls == expected_calls
+    assert state["llm_calls"] == len(expected_calls) <= budget
+    assert [g["decided_by"] for g in state["grades"]].count("budget") == 3 - expected_calls.count("grade")
+    if budget == 1:
+        assert web.queries == [QUESTION]  # no call left for a rewrite: the question is searched as is
+    assert state["answer"].startswith("ANSWER FROM")
+
+
+def test_graph_default_budget_is_written_to_the_state():
+    llm = ScriptedChatModel()
+    docs = [chunk("ON_TOPIC x", 0.88) for _ in range(5)]
+    state, _ = run(crag(docs, llm, FakeWeb([WEB_PAGE]), max_llm_calls=4))
+    assert state["max_llm_calls"] == 4
+    assert llm.calls.count("grade") == 2 and state["llm_calls"] == 4
+
+
+def test_uncalibrated_thresholds_let_the_llm_grade_every_passage():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    docs = [chunk("ON_TOPIC " + ANSWER_CHUNK, None), chunk("ON_TOPIC " + ANSWER_CHUNK, 0.99)]
+    state, _ = run(build_crag_graph(FakeRetriever(documents=docs), llm, web, thresholds=None))
+    assert llm.calls == ["grade", "grade", "answer"]
+    assert state["action"] == "correct" and web.queries == []
+
+
+def test_invalid_settings_fail_before_running():
+    llm, web, retriever = ScriptedChatModel(), FakeWeb(), FakeRetriever(documents=[])
+    with pytest.raises(ValueError, match="max_llm_calls=0"):
+        build_crag_graph(retriever, llm, web, max_llm_calls=0)
+    with pytest.raises(ValueError, match="lower similarity"):
+        build_crag_graph(retriever, llm, web, thresholds=(0.9, 0.8))
+    with pytest.raises(ValueError, match="max_llm_calls=0"):
+        build_crag_graph(retriever, llm, web, thresholds=BAND).invoke({"question": QUESTION, "max_llm_calls": 0})
+
+
+def test_mermaid_drawing_shows_both_conditional_branches():
+    graph = build_crag_graph(FakeRetriever(documents=[]), ScriptedChatModel(), FakeWeb(), thresholds=BAND)
+    text = graph.get_graph().draw_mermaid()
+    for edge in ("grade_documents -. &nbsp;refine&nbsp; .-> refine_knowledge",
+                 "grade_documents -. &nbsp;web&nbsp; .-> rewrite_query",
+                 "refine_knowledge -.-> refuse", "refine_knowledge -.-> generate", "rewrite_query --> web_search"):
+        assert edge in text
+
+
+def test_helpers():
+    assert make_strips("# Title\nShort. This sentence is long enough to stand alone as a strip.") == [
+        "# Title Short. This sentence is long enough to stand alone as a strip."
+    ]
+    assert make_strips("") == []
+    assert lexical_overlap("Milvus chinese tokenizer", "the jieba tokenizer of Milvus") == pytest.approx(2 / 3)
+    assert lexical_overlap("的 是", "anything") == 0.0
+    assert occurs_in("Jieba 分词器", "使用 jieba分词器。") and occurs_in("30", "default value of 30,")
+    assert occurs_in("2023年6月13日", "于 2023 年 6 月 13 日推出")
+    assert not occurs_in("30", "a range of 300") and not occurs_in("", "text") and not occurs_in("Beijing", "jieba")
+
+
+def test_rewrite_keeps_only_terms_copied_from_the_question_and_falls_back_to_it():
+    web = FakeWeb([WEB_PAGE])
+    run(crag([chunk(NOISE_CHUNK, 0.70)], ScriptedChatModel(terms=["Paris", "2019"]), web))
+    assert web.queries == [QUESTION]
+
+
+def test_refine_recomposes_kept_strips_in_document_order():
+    page = Document(
+        "Milvus is an open-source vector database. "
+        "The chinese analyzer of Milvus uses the jieba tokenizer for Chinese text. "
+        "Paris is the capital of France and has many museums. Its analyzer lowercases tokens for the chinese analyzer.",
+        metadata={"url": "https://example.org/p"},
+    )
+    strips, knowledge = refine(QUESTION, [(page, "web")], max_strips=2, min_strip_score=0.1)
+    assert [s["kept"] for s in strips] == [False, True, False, True]
+    assert strips[1]["score"] > strips[3]["score"]  # ranked by score, recomposed in text order
+    assert knowledge[0].page_content == " ".join([strips[1]["text"], strips[3]["text"]])
+    assert knowledge[0].metadata == {"source": "https://example.org/p", "origin": "web", "title": ""}
+    assert refine(QUESTION, [], 4, 0.3) == ([], [])
+
+
+# --- helpers of the answers benchmark (rag_lib.bench.answers), with the same test doubles ---
+
+
+def test_token_counter_sees_every_call_of_a_graph_run_including_structured_ones():
+    from rag_lib.bench.answers import TokenCounter
+
+    counter = TokenCounter(lambda text: len(text.split()))
+    llm = ScriptedChatModel()
+    docs = [chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88)]
+    state = crag(docs, llm, FakeWeb([WEB_PAGE])).invoke(
+        {"question": QUESTION}, config={"callbacks": [counter]}
+    )
+    assert counter.calls == state["llm_calls"] == len(llm.calls) == 3
+    assert counter.prompt_tokens > len(QUESTION.split()) * 3
+    written = [state["answer"], json.dumps({"answer": "jieba"}), json.dumps({"terms": TERMS})]  # tool-call args count
+    assert counter.completion_tokens == sum(len(text.split()) for text in written)
+
+
+def test_evidence_found_and_the_cmrc_split(tmp_path):
+    from rag_lib.bench.answers import cmrc_setup, evidence_found, sample_questions
+
+    assert evidence_found(["参数 k1 = 1.2 和 b = 0.75"], ["k1=1.2", "x"])
+    assert not evidence_found(["k1 = 1.25"], ["k1=1.2"])
+    contexts = [
+        {"id": f"C{i}", "title": f"T{i}", "context": f"context {i}",
+         "qas": [{"id": f"C{i}_Q", "question": f"question {i}" if i != 3 else " ", "answers": [{"text": f"a{i}"}]}]}
+        for i in range(6)
+    ]
+    local, pages = cmrc_setup(contexts, tmp_path)
+    assert [c["id"] for c in local] == ["C0", "C2", "C4"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["C0.txt", "C2.txt", "C4.txt"]
+    assert (tmp_path / "C0.txt").read_text(encoding="utf-8") == "# T0\n\ncontext 0"
+    assert [p.metadata["url"] for p in pages] == ["cmrc://C1", "cmrc://C3", "cmrc://C5"]
+    sample = sample_questions(contexts, 5, seed=0)
+    assert sample == sample_questions(contexts, 5, seed=0)  # fixed sample
+    assert {q["id"] for q in sample} == {"C0_Q", "C1_Q", "C2_Q", "C4_Q", "C5_Q"}  # the empty question is skipped
+    assert all(q["home"] == ("local" if int(q["id"][1]) % 2 == 0 else "web") for q in sample)
