@@ -12,7 +12,7 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_F
 export OPENBLAS_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test lab app bench clean
+.PHONY: setup browser demo test lab app bench clean
 
 setup: $(VENV)/.installed
 
@@ -26,7 +26,21 @@ $(VENV)/.installed: requirements.txt constraints.txt requirements-model.txt pypr
 demo: setup  ## index data/docs into Milvus Lite and answer three questions, streaming
 	$(PY) -m rag_lib.demo
 
-test: setup  ## unit tests + every notebook under pytest --nbval
+# Debian's headless Chromium and its matching driver, for tests/test_browser.py. apt-get runs only when one of the
+# two is missing (sudo only when not root); no browser is downloaded by Selenium.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+BROWSER_PACKAGES := chromium chromium-driver
+
+browser:  ## /usr/bin/chromium + /usr/bin/chromedriver (Debian packages) for the browser test
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then \
+		echo "chromium and chromedriver are installed"; \
+	else \
+		echo "installing $(BROWSER_PACKAGES) with apt-get"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BROWSER_PACKAGES); \
+	fi
+
+test: setup browser  ## unit tests, the browser test + every notebook under pytest --nbval
 	$(PY) -m pytest
 
 lab: setup  ## JupyterLab on notebooks/

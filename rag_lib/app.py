@@ -1,0 +1,206 @@
+"""`make app` / `python -m rag_lib.app`: the course's RAG app in the browser (Gradio), on the router graph.
+
+Left: upload .md / .txt / .pdf files (each is checked, stored in the upload folder and indexed; a refused file
+changes nothing), the indexed files (read from Milvus, so the list survives restarts), chunking and retrieval
+choices ("auto" lets the router read them from the request) and the evaluation switch. Right: the chat, with the
+answer streamed token by token, then its sources, the retrieval used and the evaluation.
+
+Milvus: `rag_lib.store.connect("app")` (`.milvus/app.db`, or a server in MILVUS_URI), or --milvus-uri (a server or a
+Lite path: pymilvus refuses a Lite path in MILVUS_URI at import time). Upload folder: `<project>/.uploads/`, or
+RAG_UPLOAD_DIR / --upload-dir. Host and port: --host / --port (default 127.0.0.1:7860, or GRADIO_SERVER_PORT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import gradio as gr
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from pymilvus import MilvusClient
+
+from rag_lib.graphs.router import (
+    CHUNKINGS,
+    UPLOAD_TYPES,
+    Saved,
+    build_router_graph,
+    indexed_documents,
+    save_document,
+    stream_request,
+)
+from rag_lib.loaders import max_file_bytes
+from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT
+
+FILE_COLUMNS = ["file", "chunks", "language", "chunking"]
+RETRIEVAL_CHOICES = [
+    ("auto (router reads the request)", "auto"),
+    ("hybrid: dense + BM25, RRF", "hybrid"),
+    ("dense", "dense"),
+    ("BM25 + rerank", "bm25_rerank"),
+    ("HyDE (+1 LLM call)", "hyde"),
+]
+CHUNK_SIZES = ["auto", "200", "300", "500", "800"]
+# shown when a node has finished, until the next one does (the answer's tokens replace them)
+PROGRESS = {"route": "routed · working…", "save": "saved…", "retrieve": "reading the passages…",
+            "answer": "evaluating…"}
+STATUS_ICON = {"indexed": "✓", "updated": "✓", "duplicate": "⚠", "error": "✗"}  # in DejaVu Sans: no emoji font needed
+
+
+def default_upload_dir() -> Path:
+    """RAG_UPLOAD_DIR, else `<project>/.uploads` (git-ignored)."""
+    return Path(os.environ.get("RAG_UPLOAD_DIR", "").strip() or PROJECT_ROOT / ".uploads")
+
+
+def saved_markdown(saved: list[Saved]) -> str:
+    """One line per document: icon and message."""
+    return "\n".join(f"{STATUS_ICON[s.status]} {s.message}" for s in saved)
+
+
+def reply_markdown(state: dict) -> str:
+    """The assistant's chat message: answer, saved documents, sources, retrieval used, evaluation, notes."""
+    parts = [state.get("answer", "")]
+    if state.get("saved") and state.get("action") == "save_then_retrieve":
+        parts.append("**Saved**\n" + saved_markdown(state["saved"]))
+    documents = state.get("documents") or []
+    if documents:
+        parts.append("**Sources**\n" + "\n".join(
+            f"{i}. `{Path(d.metadata['source']).name}` · chunk {d.metadata['chunk_index']} · "
+            f"similarity {d.metadata['similarity']:.3f}" for i, d in enumerate(documents, 1)
+        ))
+    strategy = state.get("strategy")
+    if strategy:
+        line = f"route: {state['action']} ({state['routed_by']}) · retrieval: {strategy.get('used', strategy['requested'])}"
+        if strategy.get("filter"):
+            line += f" · only {strategy['filter_reason']}: `{strategy['filter']}`"
+        parts.append(f"_{line}_")
+    elif state.get("action"):
+        parts.append(f"_route: {state['action']} ({state['routed_by']})_")
+    scores = state.get("scores")
+    if scores:
+        diversity = "n/a (one passage)" if scores.get("diversity") is None else f"{scores['diversity']:.3f}"
+        parts.append(
+            f"**Evaluation** · mean similarity {scores['mean_similarity']:.3f} · diversity {diversity} · "
+            f"faithfulness {scores['faithfulness']}/5 · relevance {scores['relevance']}/5 · "
+            f"completeness {scores['completeness']}/5"
+        )
+    parts += [f"_note: {note}_" for note in state.get("notes", [])]
+    return "\n\n".join(p for p in parts if p)
+
+
+class RagApp:
+    """The app's state and event handlers, independent of the widgets (unit tests call them directly)."""
+
+    def __init__(
+        self,
+        client: MilvusClient,
+        embeddings: Embeddings,
+        llm: BaseChatModel,
+        upload_dir: str | Path,
+        collection: str = DEFAULT_COLLECTION,
+    ) -> None:
+        self.client, self.embeddings, self.collection = client, embeddings, collection
+        self.upload_dir = Path(upload_dir)
+        self.graph = build_router_graph(client, embeddings, llm, self.upload_dir, collection)
+
+    def files_table(self) -> list[list]:
+        """The indexed files, one row each (FILE_COLUMNS)."""
+        return [[d[c] for c in FILE_COLUMNS] for d in indexed_documents(self.client, self.collection)]
+
+    def upload(self, paths: list[str] | None, chunking: str = "auto", chunk_size: str = "auto") -> tuple[str, list[list]]:
+        """Save uploaded files one by one: (status message, indexed files). Oversized files are not even read."""
+        saved = []
+        for path in paths or []:
+            name, size = Path(path).name, os.path.getsize(path)
+            if size > max_file_bytes():
+                saved.append(Saved(name, "error", message=f"{name}: {size / 2**20:.1f} MB is over the "
+                                   f"{max_file_bytes() / 2**20:g} MB limit (RAG_MAX_FILE_MB); nothing changed"))
+                continue
+            saved.append(save_document(
+                self.client, self.embeddings, self.upload_dir, name, Path(path).read_bytes(),
+                None if chunking == "auto" else chunking, None if chunk_size == "auto" else int(chunk_size),
+                self.collection,
+            ))
+        return saved_markdown(saved), self.files_table()
+
+    def chat(
+        self, message: str, history: list[dict], chunking: str = "auto", chunk_size: str = "auto",
+        retrieval: str = "auto", evaluate: bool = True,
+    ) -> Iterator[tuple[list[dict], str, list[list]]]:
+        """Run one request through the router graph, yielding (chat history, textbox, files) as the answer grows."""
+        if not message.strip():
+            yield history, "", self.files_table()
+            return
+        history = [*history, {"role": "user", "content": message}, {"role": "assistant", "content": "_routing…_"}]
+        yield history, "", self.files_table()
+        inputs = {"chunking": chunking, "chunk_size": None if chunk_size == "auto" else int(chunk_size),
+                  "retrieval": retrieval, "evaluate": evaluate}
+        answer = ""
+        for kind, payload in stream_request(self.graph, message, **inputs):
+            if kind == "token":
+                answer += payload
+                content = answer
+            elif kind == "node":
+                step = PROGRESS.get(payload)
+                if not step:
+                    continue
+                content = f"{answer}\n\n_{step}_" if answer else f"_{step}_"
+            else:
+                content = reply_markdown(payload)
+            history = [*history[:-1], {"role": "assistant", "content": content}]  # a new list per update
+            yield history, "", self.files_table() if kind == "done" else gr.skip()
+
+
+def build_ui(app: RagApp) -> gr.Blocks:
+    """The page: uploads, indexed files and settings on the left; the chat on the right."""
+    with gr.Blocks(title="RAG app", analytics_enabled=False) as demo:
+        gr.Markdown("## RAG app · save documents, ask questions, see the sources\nLocal model and Milvus Lite; "
+                    "answers cite the passages they use.")
+        with gr.Row():
+            with gr.Column(scale=2, min_width=340):
+                upload = gr.File(label=f"Upload {', '.join(UPLOAD_TYPES)} files", file_count="multiple",
+                                 elem_id="upload", height=120)
+                status = gr.Markdown(elem_id="upload-status")
+                files = gr.Dataframe(headers=FILE_COLUMNS, value=app.files_table, label="Indexed files",
+                                     interactive=False, wrap=True, elem_id="files")
+                chunking = gr.Dropdown(["auto", *CHUNKINGS], value="auto", label="Chunking", elem_id="chunking")
+                chunk_size = gr.Dropdown(CHUNK_SIZES, value="auto", label="Chunk size (characters)")
+                retrieval = gr.Dropdown(RETRIEVAL_CHOICES, value="auto", label="Retrieval", elem_id="retrieval")
+                evaluate = gr.Checkbox(True, label="Evaluate answers (+1 LLM call)", elem_id="evaluate")
+            with gr.Column(scale=3):
+                chatbot = gr.Chatbot(label="Chat", height=520, elem_id="chat", buttons=["copy"])
+                with gr.Row():
+                    question = gr.Textbox(placeholder="Ask a question, or \"Save this note: ...\"", show_label=False,
+                                          scale=5, elem_id="question")
+                    send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
+        upload.upload(app.upload, [upload, chunking, chunk_size], [status, files], concurrency_id="rag").then(
+            lambda: None, None, upload
+        )
+        chat_inputs = [question, chatbot, chunking, chunk_size, retrieval, evaluate]
+        for trigger in (send.click, question.submit):
+            trigger(app.chat, chat_inputs, [chatbot, question, files], concurrency_id="rag")
+    return demo
+
+
+def main(argv: list[str] | None = None) -> None:
+    from rag_lib.models import get_chat_model, get_embeddings
+    from rag_lib.store import connect
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    parser.add_argument("--upload-dir", type=Path, default=default_upload_dir())
+    parser.add_argument("--milvus-uri", default=None, help="default: MILVUS_URI, else .milvus/app.db")
+    args = parser.parse_args(argv)
+    app = RagApp(connect("app", uri=args.milvus_uri), get_embeddings(), get_chat_model(), args.upload_dir)
+    theme = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])  # offline
+    build_ui(app).queue(default_concurrency_limit=1).launch(
+        server_name=args.host, server_port=args.port, theme=theme, max_file_size=10 * max_file_bytes(),
+        show_error=True,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""The Gradio app's handlers (rag_lib.app): upload validation, path sanitisation, the persistent file list,
+the streamed chat reply, and the page's widgets.
+
+Real Milvus Lite (temporary) and the real offline embeddings. The chat model is the TEST DOUBLE from
+tests/test_router.py (`ScriptedChatModel`: scripted routes, fixed grades, a fixed answer streamed word by word).
+The browser end-to-end test with the real model is tests/test_browser.py.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+from langchain_core.documents import Document
+from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, ScriptedChatModel
+
+from rag_lib.app import FILE_COLUMNS, RagApp, build_ui, reply_markdown
+from rag_lib.graphs.router import UploadError, safe_name, save_document
+from rag_lib.loaders import make_pdf
+from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows
+
+
+@pytest.fixture()
+def app(milvus, embeddings, tmp_path):
+    return RagApp(milvus, embeddings, ScriptedChatModel(), tmp_path / "uploads")
+
+
+def upload_file(tmp_path, name: str, data: bytes) -> str:
+    """A file as Gradio hands it to the handler: a path in its own temporary folder, named like the upload."""
+    folder = tmp_path / "gradio" / str(len(list((tmp_path).glob("gradio/*"))))
+    folder.mkdir(parents=True)
+    (folder / name).write_bytes(data)
+    return str(folder / name)
+
+
+def state_of(app: RagApp) -> tuple[int, list[str], list[list]]:
+    """Rows in Milvus, files in the upload folder, the file table: what a refused upload must not change."""
+    rows = count_rows(app.client, DEFAULT_COLLECTION) if app.client.has_collection(DEFAULT_COLLECTION) else 0
+    files = sorted(p.name for p in app.upload_dir.iterdir()) if app.upload_dir.exists() else []
+    return rows, files, app.files_table()
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("notes.md", "notes.md"), ("docs/notes.md", "notes.md"), ("C:\\Users\\me\\报告.pdf", None),
+     ("../notes.md", None), ("docs/../../etc/passwd.txt", None), ("..\\..\\notes.md", None),
+     ("/etc/passwd.txt", None), (".env.md", None), ("docs/.hidden.txt", None), ("", None),
+     ("bad\x00name.md", None), ("项目 计划.md", "项目 计划.md")],
+)
+def test_safe_name_keeps_the_base_name_and_refuses_escapes(name, expected):
+    if expected is None:
+        with pytest.raises(UploadError):
+            safe_name(name)
+    else:
+        assert safe_name(name) == expected
+
+
+def test_a_name_that_tries_to_escape_writes_nothing_anywhere(milvus, embeddings, tmp_path):
+    uploads = tmp_path / "deep" / "uploads"
+    for name in ["../escaped.md", "/tmp/escaped.md", "..\\escaped.md", ".escaped.md"]:
+        saved = save_document(milvus, embeddings, uploads, name, b"# Escape\nThis must never be written.\n")
+        assert saved.status == "error", name
+    assert not uploads.exists() and not (tmp_path / "deep" / "escaped.md").exists()
+    assert not milvus.has_collection(DEFAULT_COLLECTION)
+
+
+def test_a_symlink_in_the_upload_folder_cannot_redirect_a_write(milvus, embeddings, tmp_path):
+    uploads, outside = tmp_path / "uploads", tmp_path / "outside.md"
+    uploads.mkdir()
+    outside.write_text("# Outside\nkeep me\n", encoding="utf-8")
+    (uploads / "link.md").symlink_to(outside)
+    saved = save_document(milvus, embeddings, uploads, "link.md", b"# Replaced\nnew text\n")
+    assert saved.status == "error" and "outside the upload folder" in saved.message
+    assert outside.read_text(encoding="utf-8") == "# Outside\nkeep me\n"
+
+
+def test_good_uploads_are_indexed_and_listed(app, tmp_path):
+    md = upload_file(tmp_path, "cafeteria.md", f"# Cafeteria\n{CAFETERIA}\n".encode())
+    pdf = upload_file(tmp_path, "vpn.pdf", make_pdf(["The VPN server for the Lyon office is vpn2.example.org."]))
+    status, table = app.upload([md, pdf])
+    assert status.count("✓") == 2 and "cafeteria.md: indexed" in status and "vpn.pdf: indexed" in status
+    assert [row[0] for row in table] == ["cafeteria.md", "vpn.pdf"]
+    assert table[0][FILE_COLUMNS.index("chunking")] == "markdown/300"
+    assert table[1][FILE_COLUMNS.index("chunking")] == "recursive/300"
+    assert sorted(p.name for p in app.upload_dir.iterdir()) == ["cafeteria.md", "vpn.pdf"]
+
+
+def test_chunking_choice_from_the_ui_applies_to_uploads(app, tmp_path):
+    status, table = app.upload([upload_file(tmp_path, "c.txt", CAFETERIA.encode())], "fixed", "200")
+    assert "fixed/200" in status and table[0][FILE_COLUMNS.index("chunking")] == "fixed/200"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        ("script.exe", b"MZ binary", "unsupported file type '.exe'"),
+        ("data.csv", b"a,b\n1,2\n", "unsupported file type '.csv'"),
+        ("empty.md", b"", "the file is empty"),
+        ("blank.txt", b"  \n\n ", "the file is empty"),
+        ("binary.txt", bytes(range(256)) * 8, "binary content"),
+        ("broken.pdf", b"%PDF-1.4 this is not really a PDF", "corrupt or unreadable PDF"),
+    ],
+)
+def test_bad_uploads_get_a_clear_message_and_change_nothing(app, tmp_path, name, data, message):
+    app.upload([upload_file(tmp_path, "ok.md", b"# Ok\nA good file is already there.\n")])
+    before = state_of(app)
+    status, table = app.upload([upload_file(tmp_path, name, data)])
+    assert status.startswith("✗") and message in status and name in status
+    assert state_of(app) == before and table == before[2]
+
+
+def test_an_oversized_upload_is_refused_before_it_is_read(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "0.001")  # about 1 KB
+    status, _ = app.upload([upload_file(tmp_path, "big.txt", b"words " * 400)])
+    assert status.startswith("✗") and "over the" in status and "RAG_MAX_FILE_MB" in status
+    assert state_of(app) == (0, [], [])
+
+
+def test_a_duplicate_upload_is_refused_even_under_another_name(app, tmp_path):
+    app.upload([upload_file(tmp_path, "first.txt", CAFETERIA.encode())])
+    before = state_of(app)
+    status, _ = app.upload([upload_file(tmp_path, "copy.txt", CAFETERIA.encode()),
+                            upload_file(tmp_path, "first.txt", CAFETERIA.encode())])
+    assert status.count("⚠") == 2 and "already indexed as first.txt" in status
+    assert state_of(app) == before
+
+
+def test_one_bad_file_does_not_stop_the_good_ones(app, tmp_path):
+    status, table = app.upload([upload_file(tmp_path, "bad.docx", b"PK.."), upload_file(tmp_path, "good.txt", b"Fine.")])
+    assert "✗ bad.docx" in status and "✓ good.txt" in status and [r[0] for r in table] == ["good.txt"]
+
+
+def test_the_file_list_survives_a_restart(embeddings, tmp_path):
+    uri = str(tmp_path / "app.db")
+    first = RagApp(connect(uri=uri), embeddings, ScriptedChatModel(), tmp_path / "uploads")
+    first.upload([upload_file(tmp_path, "kept.txt", CAFETERIA.encode())])
+    table = first.files_table()
+    first.client.close()
+    again = RagApp(connect(uri=uri), embeddings, ScriptedChatModel(), tmp_path / "uploads")
+    assert again.files_table() == table and table[0][0] == "kept.txt"
+    again.client.close()
+
+
+def test_chat_streams_the_answer_then_shows_sources_and_evaluation(app, tmp_path):
+    app.upload([upload_file(tmp_path, "cafeteria.txt", CAFETERIA.encode())])
+    updates = list(app.chat(ASK_CAFETERIA, [], evaluate=True))
+    contents = [history[-1]["content"] for history, _, _ in updates]
+    assert all(history[-2] == {"role": "user", "content": ASK_CAFETERIA} for history, _, _ in updates)
+    partial = [c for c in contents if c and ANSWER.startswith(c) and c != ANSWER]
+    assert len(partial) >= 3  # the answer grew word by word
+    final = contents[-1]
+    assert final.startswith(ANSWER) and "**Sources**" in final and "`cafeteria.txt` · chunk 0" in final
+    assert "**Evaluation**" in final and "faithfulness 4/5" in final and "diversity n/a (one passage)" in final
+    assert "route: retrieve (model)" in final
+    assert all(textbox == "" for _, textbox, _ in updates)
+    assert updates[-1][2] == app.files_table()
+
+
+def test_chat_saving_a_note_refreshes_the_file_list(app):
+    *_, (history, _, table) = app.chat("Save this note: " + CAFETERIA, [])
+    assert "indexed, 1 chunk (recursive/300), language en" in history[-1]["content"]
+    assert len(table) == 1 and table[0][0].startswith("note_")
+
+
+def test_an_empty_message_does_nothing(app):
+    assert list(app.chat("  ", [])) == [([], "", [])]
+
+
+def test_reply_markdown_lists_sources_strategy_and_notes():
+    state = {
+        "answer": "It opens at 9 [1].", "action": "retrieve", "routed_by": "model",
+        "documents": [Document("x", id="1", metadata={"source": "/a/b/c.md", "chunk_index": 2, "similarity": 0.91234})],
+        "strategy": {"requested": "hyde", "used": "dense", "filter": 'source in ["/a/b/c.md"]',
+                     "filter_reason": "files named in the request"},
+        "scores": {"mean_similarity": 0.9, "diversity": 0.25, "faithfulness": 5, "relevance": 4, "completeness": 3},
+        "notes": ["something to know"],
+    }
+    text = reply_markdown(state)
+    assert "1. `c.md` · chunk 2 · similarity 0.912" in text
+    assert "retrieval: dense" in text and 'only files named in the request: `source in ["/a/b/c.md"]`' in text
+    assert "diversity 0.250" in text and "completeness 3/5" in text and "_note: something to know_" in text
+
+
+def test_the_page_has_the_widgets_the_browser_test_uses(app):
+    demo = build_ui(app)
+    assert isinstance(demo, gr.Blocks)
+    ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+    assert {"upload", "upload-status", "files", "chunking", "retrieval", "evaluate", "chat", "question", "send"} <= ids

