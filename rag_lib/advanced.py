@@ -1,0 +1,277 @@
+"""Advanced retrieval: change the query (rewrite, expand, decompose, multi-step, HyDE), change what is returned
+(small-to-big, similarity thresholds), or search several ways at once and merge (multi-query, multi-path).
+
+A "hit" is a dict as `rag_lib.retriever.Retriever.search` returns it: `id`, `score`, `text`, `source`, ... .
+A "search" is any callable from a query string to hits, best first (e.g. `retriever.search`), so the techniques
+compose. LLM calls are short prompts with small `max_tokens` and structured output where the answer is parsed:
+on the local 1.5B model each call costs seconds of prompt processing, so use them where plain retrieval fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, Field
+from pymilvus import MilvusClient
+
+from rag_lib.index import parent_documents
+from rag_lib.rerank import Reranker
+from rag_lib.retriever import Retriever, to_document
+from rag_lib.store import DENSE_SEARCH_PARAMS, METADATA_FIELDS
+from rag_lib.text import detect_language
+
+Hit = dict
+Search = Callable[[str], list[Hit]]
+OUTPUT_FIELDS = ["text", *METADATA_FIELDS]
+PASSAGE_CHARS = 200  # passages shown to the multi-step judge are cut here (prompt processing is the cost)
+
+DOMAIN = "RAG, vector databases (Milvus) and LangGraph agents"  # what the corpus is about: keeps the model on topic
+LANGUAGES = {"zh": "Chinese", "en": "English"}
+# Short prompts, fixed part first (llama.cpp reuses a shared prompt prefix), one worked example where the 1.5B
+# model otherwise echoed the question or returned an empty list.
+REWRITE_PROMPT = (
+    "You search documentation about {domain}. Which technical terms would a document that answers the question "
+    "use? Give 2-5 terms.\nExample: how do I avoid embedding the same text twice? -> embedding cache, "
+    "CacheBackedEmbeddings\nQuestion: {question}"
+)
+TRANSLATE_PROMPT = "Translate into {language}. Reply with the translation only.\n{question}"
+EXPAND_PROMPT = (
+    "You search documentation about {domain}. Write {n} different search queries for the question: other wordings "
+    "and the technical terms it implies.\nQuestion: {question}"
+)
+DECOMPOSE_PROMPT = (
+    "Split the question into simple sub-questions, one per thing it asks about.\n"
+    "Example: How do BM25 and dense search differ in speed? -> How fast is BM25 search? | How fast is dense search?\n"
+    "Question: {question}"
+)
+# Asked "answered?", the 1.5B model said yes to a two-part question whose second part was not in the passages;
+# asked to name the missing part first, it found it.
+JUDGE_PROMPT = (
+    "Passages:\n{passages}\n\nQuestion: {question}\n"
+    "Which part of the question do the passages NOT state? Write it in missing (empty if every part is stated) "
+    "and a search query for it."
+)
+HYDE_PROMPT = "Write a short passage of technical documentation that answers the question, in {language}.\nQuestion: {question}"
+
+# The docstring of an output schema is part of the PROMPT: with_structured_output sends it to the model as the
+# tool's description (llama.cpp puts it in the system prompt). So it says what to return, and notes for readers
+# go in comments.
+
+
+class Terms(BaseModel):
+    """Technical search terms for the question."""
+
+    # terms, not a rewritten sentence: asked for a query, the 1.5B model echoed the question
+    terms: list[str] = Field(min_length=2, max_length=5)
+
+
+class Variants(BaseModel):
+    """Other search queries for the question."""
+
+    queries: list[str] = Field(min_length=2, max_length=4)  # with no minimum the 1.5B model often returned none
+
+
+class SubQuestions(BaseModel):
+    """The simple questions the question is made of."""
+
+    questions: list[str] = Field(min_length=1, max_length=4)
+
+
+class Gap(BaseModel):
+    """What the passages do not state yet, and a search query for it."""
+
+    missing: str
+    next_query: str
+
+
+def capped(llm: BaseChatModel, max_tokens: int) -> BaseChatModel:
+    """A copy of `llm` that stops after `max_tokens` (it shares the loaded model and its lock). Not
+    `llm.bind(max_tokens=...)`: `with_structured_output` on a binding drops the bound arguments."""
+    return llm.model_copy(update={"max_tokens": max_tokens})
+
+
+def structured(llm: BaseChatModel, schema: type[BaseModel], max_tokens: int) -> Callable[[str], BaseModel]:
+    """`llm` forced to answer with `schema` (a grammar on llama.cpp, tool calling elsewhere), output capped."""
+    return capped(llm, max_tokens).with_structured_output(schema).invoke
+
+
+def rewrite_query(llm: BaseChatModel, question: str, domain: str = DOMAIN) -> str:
+    """Query rewriting: turn a vague or chatty question into a search query of the technical terms it is about.
+
+    Why: "how does the second stage re-sort things?" does not contain the word "reranking" that its document uses.
+    """
+    terms = structured(llm, Terms, 48)(REWRITE_PROMPT.format(domain=domain, question=question)).terms
+    return " ".join(unique([t.strip() for t in terms if t.strip()])) or question
+
+
+def translate_query(llm: BaseChatModel, question: str) -> str:
+    """Cross-lingual rewriting: the question in the corpus's other language (Chinese <-> English).
+
+    Why: e5 is multilingual, but a small model matches same-language text much better; an English question
+    about a Chinese-only topic often misses its document entirely.
+    """
+    target = LANGUAGES["en" if detect_language(question) == "zh" else "zh"]
+    reply = capped(llm, 64).invoke(TRANSLATE_PROMPT.format(language=target, question=question))
+    return str(reply.content).strip().splitlines()[0].strip() if str(reply.content).strip() else question
+
+
+def expand_query(llm: BaseChatModel, question: str, n: int = 3, domain: str = DOMAIN) -> list[str]:
+    """Query expansion: up to `n` alternative wordings of the question (for `multi_query_search`), question excluded."""
+    queries = structured(llm, Variants, 32 * n)(EXPAND_PROMPT.format(domain=domain, n=n, question=question)).queries
+    return unique([q.strip() for q in queries if q.strip() and q.strip() != question])[:n]
+
+
+def decompose(llm: BaseChatModel, question: str, n: int = 3) -> list[str]:
+    """Sub-question decomposition: a question about several things becomes one simple question per thing.
+
+    Why: one embedding of "compare A and B" sits between A and B and may match neither document well.
+    """
+    questions = structured(llm, SubQuestions, 32 * n)(DECOMPOSE_PROMPT.format(question=question)).questions
+    return unique([q.strip() for q in questions if q.strip()])[:n] or [question]
+
+
+def unique(items: Sequence[str]) -> list[str]:
+    """Items without repeats, in first-seen order."""
+    return list(dict.fromkeys(items))
+
+
+def union_search(search: Search, queries: Sequence[str], k: int | None = None) -> list[Hit]:
+    """Multi-query union: run every query, keep each hit once with its best score (and the queries that found
+    it), best first. Scores must be comparable across queries (cosine, or rank-based fusion scores)."""
+    best: dict[str, Hit] = {}
+    for query in unique(queries):
+        for hit in search(query):
+            found = best.get(hit["id"])
+            if found is None or hit["score"] > found["score"]:
+                best[hit["id"]] = {**hit, "queries": (found or {}).get("queries", [])}
+            best[hit["id"]]["queries"].append(query)
+    return sorted(best.values(), key=lambda h: h["score"], reverse=True)[:k]
+
+
+def multi_query_search(
+    llm: BaseChatModel, search: Search, question: str, n: int = 2, translate: bool = True, k: int | None = None
+) -> list[Hit]:
+    """Multi-query: the question, its translation (`translate_query`) and `n` LLM wordings of it, each searched,
+    then united (LangChain's MultiQueryRetriever, plus the cross-lingual variant that this corpus needs)."""
+    queries = [question, *([translate_query(llm, question)] if translate else []), *expand_query(llm, question, n)]
+    return union_search(search, queries, k)
+
+
+def decomposed_search(llm: BaseChatModel, search: Search, question: str, n: int = 3, k: int | None = None) -> list[Hit]:
+    """Search each sub-question of `decompose` and unite the hits, so every part of the question gets passages."""
+    return union_search(search, [question, *decompose(llm, question, n)], k)
+
+
+@dataclass
+class MultiStepResult:
+    """Hits gathered over the steps, and per step the query searched and what the judge then found missing."""
+
+    hits: list[Hit] = field(default_factory=list)
+    steps: list[tuple[str, str]] = field(default_factory=list)
+
+
+def multi_step_search(llm: BaseChatModel, search: Search, question: str, max_steps: int = 3, k: int = 2) -> MultiStepResult:
+    """Multi-step retrieval: retrieve -> a judge names what is still missing -> search its next query; stop when
+    nothing is missing, the query repeats, a search brings nothing new, or after `max_steps` retrievals (the bound
+    keeps a confused judge from looping). Returns all hits, deduplicated, in the order found.
+
+    Why: a question with several parts, or whose second hop depends on the first, is not answered by one search.
+    """
+    judge = structured(llm, Gap, 64)
+    result, seen, query = MultiStepResult(), set(), question
+    for _ in range(max_steps):
+        new = [h for h in search(query)[:k] if h["id"] not in seen]
+        if not new and result.hits:
+            break
+        seen.update(h["id"] for h in new)
+        result.hits += new
+        passages = "\n".join(f"- {h['text'][:PASSAGE_CHARS]}" for h in result.hits)
+        gap = judge(JUDGE_PROMPT.format(passages=passages, question=question))
+        result.steps.append((query, gap.missing.strip()))
+        next_query = gap.next_query.strip()
+        if not gap.missing.strip() or not next_query or next_query in (q for q, _ in result.steps):
+            break
+        query = next_query
+    return result
+
+
+def hypothetical_passage(llm: BaseChatModel, question: str, language: str | None = None, max_tokens: int = 96) -> str:
+    """HyDE step 1: the LLM writes a passage that *would* answer the question, in `language` (default: the
+    question's). Its facts may be wrong; only its wording and topic are used."""
+    language = language or LANGUAGES[detect_language(question)]
+    prompt = HYDE_PROMPT.format(language=language, question=question)
+    return str(capped(llm, max_tokens).invoke(prompt).content).strip()
+
+
+def search_by_vector(
+    client: MilvusClient, collection: str, vector: list[float], k: int = 4, filter: str = "",
+    output_fields: list[str] = OUTPUT_FIELDS,
+) -> list[Hit]:
+    """Dense search with a ready vector (public `client.search`); `score` and `similarity` are the cosine."""
+    results = client.search(
+        collection, data=[vector], anns_field="dense", search_params=DENSE_SEARCH_PARAMS, limit=k, filter=filter,
+        output_fields=output_fields,
+    )[0]
+    return [{"id": h["id"], "score": float(h["distance"]), "similarity": float(h["distance"]), **h["entity"]} for h in results]
+
+
+def hyde_search(
+    llm: BaseChatModel, client: MilvusClient, embeddings: Embeddings, question: str, collection: str, k: int = 4,
+    language: str | None = None,
+) -> tuple[str, list[Hit]]:
+    """HyDE (Hypothetical Document Embeddings): search with the embedding of a hypothetical answer passage.
+
+    Why: a passage looks more like the stored passages than a question does. The passage is embedded as a
+    *passage* (`embed_documents`, e5 prefix "passage: "), not as a query, so it is compared like with like.
+    """
+    passage = hypothetical_passage(llm, question, language)
+    return passage, search_by_vector(client, collection, embeddings.embed_documents([passage])[0], k)
+
+
+def small_to_big(retriever: Retriever, question: str) -> list[Document]:
+    """Small-to-big: search small child chunks (precise matches), return their larger parents (context for the
+    model), one per parent. Needs a collection indexed with `Chunker("parent_child", ...)`."""
+    return parent_documents(retriever.client, retriever.invoke(question), retriever.collection)
+
+
+def threshold_filter(hits: list[Hit], min_similarity: float | None = None, max_drop: float | None = None) -> list[Hit]:
+    """Similarity thresholds: drop hits below an absolute cosine `min_similarity` (off-topic questions then get
+    nothing) and hits more than `max_drop` below the best one (a relative cut that adapts to each query)."""
+    if min_similarity is not None:
+        hits = [h for h in hits if h["similarity"] >= min_similarity]
+    if max_drop is not None and hits:
+        best = max(h["similarity"] for h in hits)
+        hits = [h for h in hits if h["similarity"] >= best - max_drop]
+    return hits
+
+
+def rrf_merge(ranked: dict[str, list[Hit]], k: int | None = None, rrf_k: int = 60) -> list[Hit]:
+    """Reciprocal Rank Fusion of named hit lists by `id`: score = sum of 1/(rrf_k + rank); `paths` records the
+    rank in each list that found the hit. Ranks only, so lists with incomparable scores merge fairly."""
+    fused: dict[str, Hit] = {}
+    for name, hits in ranked.items():
+        for rank, hit in enumerate(hits, 1):
+            entry = fused.setdefault(hit["id"], {**hit, "score": 0.0, "paths": {}})
+            if name not in entry["paths"]:  # a list that repeats an id counts its best rank once
+                entry["paths"][name] = rank
+                entry["score"] += 1.0 / (rrf_k + rank)
+    return sorted(fused.values(), key=lambda h: h["score"], reverse=True)[:k]
+
+
+def multi_path_search(
+    question: str, paths: dict[str, Search], k: int = 4, reranker: Reranker | None = None, rrf_k: int = 60
+) -> list[Hit]:
+    """Multi-path retrieval: run several searches (granularities, similarities, e.g. dense chunks, BM25 chunks,
+    node groups mapped back to chunks), merge them with RRF, then optionally rerank the merged candidates.
+
+    Why: each path finds what the others miss; one merged list gives the model the best of all of them.
+    """
+    merged = rrf_merge({name: search(question) for name, search in paths.items()}, rrf_k=rrf_k)
+    if reranker is None or not merged:
+        return merged[:k]
+    documents = reranker.rerank(question, [to_document(h) for h in merged], k)
+    return [{**d.metadata, "text": d.page_content, "score": d.metadata["rerank_score"]} for d in documents]

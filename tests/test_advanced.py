@@ -1,0 +1,234 @@
+"""rag_lib.advanced: LLM query transforms with a scripted TEST DOUBLE chat model; union, multi-path, thresholds
+and small-to-big on a real (tiny) Milvus Lite collection with the real e5 embeddings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
+
+from rag_lib import advanced
+from rag_lib.chunking import Chunker
+from rag_lib.index import index_directory
+from rag_lib.retriever import Retriever
+
+DOCS = {
+    "hnsw.md": "# HNSW\n\nHNSW builds several layers of proximity graphs. A search starts on the top layer and greedily "
+    "moves to the neighbour closest to the query.\n\nThe parameter M sets how many neighbours each node keeps; "
+    "efConstruction sets the candidate list while building. Milvus uses M = 16 by default.",
+    "bm25.md": "# BM25\n\nBM25 ranks documents by how often the query terms occur in them, damped by k1, and by how rare "
+    "the terms are in the collection (inverse document frequency).\n\nThe parameter b normalises for document "
+    "length: long documents repeat words by chance.",
+    "ivf_zh.txt": "IVF 索引\n\nIVF 索引先用 k-means 把向量聚成 nlist 个簇，每个簇用质心表示。\n\n查询时只在离查询最近的 nprobe "
+    "个簇里逐一比较向量，nprobe 越大召回越高、速度越慢。",
+}
+
+
+class ScriptedChatModel(BaseChatModel):
+    """TEST DOUBLE, not a language model: returns the scripted `replies` in order and records each prompt with the
+    `max_tokens` in force. A dict reply becomes a tool call, which is how `with_structured_output` is answered."""
+
+    replies: list[Any]
+    max_tokens: int = 256
+    calls: list[tuple[str, int]] = Field(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-test-double"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
+        self.calls.append((str(messages[-1].content), self.max_tokens))
+        reply = self.replies.pop(0)
+        if isinstance(reply, dict):
+            name = kwargs["tools"][0]["function"]["name"]
+            message = AIMessage(content="", tool_calls=[{"name": name, "args": reply, "id": f"call-{len(self.calls)}"}])
+        else:
+            message = AIMessage(content=reply)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(self, tools, *, tool_choice=None, **kwargs: Any):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+
+@pytest.fixture()
+def docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture()
+def chunks(milvus, embeddings, docs) -> str:
+    """A real collection of the three small documents, ~2 chunks each."""
+    index_directory(milvus, docs, embeddings, collection="chunks", chunk_size=160, chunk_overlap=0, progress=False)
+    return "chunks"
+
+
+def name(hit: dict) -> str:
+    return Path(hit["source"]).name
+
+
+# ---- LLM transforms (scripted test double) ----
+
+def test_rewrite_joins_the_structured_terms_with_a_small_budget():
+    llm = ScriptedChatModel(replies=[{"terms": ["HNSW", " M ", "HNSW", "default"]}])
+    assert advanced.rewrite_query(llm, "what's that M thing set to?") == "HNSW M default"
+    prompt, max_tokens = llm.calls[0]
+    assert "what's that M thing set to?" in prompt and advanced.DOMAIN in prompt and max_tokens == 48
+    assert llm.max_tokens == 256  # the cap applies to a copy, not to the shared model
+
+
+def test_expand_drops_the_question_itself_and_repeats():
+    reply = {"queries": ["q", "HNSW M", "HNSW M", "graph index neighbours"]}
+    llm = ScriptedChatModel(replies=[reply, reply])
+    assert advanced.expand_query(llm, "q", n=3) == ["HNSW M", "graph index neighbours"]
+    assert advanced.expand_query(llm, "q", n=1) == ["HNSW M"]
+
+
+def test_translate_goes_to_the_other_language_and_keeps_one_line():
+    llm = ScriptedChatModel(replies=["怎样给回答打分？\n(translation)", "How are answers graded?"])
+    assert advanced.translate_query(llm, "How are answers graded?") == "怎样给回答打分？"
+    assert advanced.translate_query(llm, "怎样给回答打分？") == "How are answers graded?"
+    assert "into Chinese" in llm.calls[0][0] and "into English" in llm.calls[1][0] and llm.calls[0][1] == 64
+
+
+def test_multi_query_searches_question_translation_and_variants():
+    llm = ScriptedChatModel(replies=["HNSW 的 M 是什么？", {"queries": ["HNSW M", "graph neighbours"]}])
+    queries: list[str] = []
+    hits = advanced.multi_query_search(llm, fake_search(queries), "What is M in HNSW?", n=2)
+    assert queries == ["What is M in HNSW?", "HNSW 的 M 是什么？", "HNSW M", "graph neighbours"]
+    assert len(hits) == 4 and all(len(h["queries"]) == 1 for h in hits)
+
+
+def test_decompose_splits_and_falls_back_to_the_question():
+    llm = ScriptedChatModel(replies=[{"questions": ["What is nlist?", " What is nprobe? "]}, {"questions": [" "]}])
+    assert advanced.decompose(llm, "What are nlist and nprobe?") == ["What is nlist?", "What is nprobe?"]
+    assert advanced.decompose(llm, "What is nlist?") == ["What is nlist?"]
+
+
+def fake_search(log: list[str]):
+    """A search that records its queries and returns one new hit per query."""
+
+    def search(query: str) -> list[dict]:
+        log.append(query)
+        return [{"id": f"id-{len(log)}", "score": 1.0, "text": f"passage for {query}", "source": "x.md"}]
+
+    return search
+
+
+def test_multi_step_is_bounded_when_the_judge_always_finds_something_missing():
+    llm = ScriptedChatModel(replies=[{"missing": "part B", "next_query": f"hop {i}"} for i in range(10)])
+    queries: list[str] = []
+    result = advanced.multi_step_search(llm, fake_search(queries), "question", max_steps=3)
+    assert queries == ["question", "hop 0", "hop 1"]
+    assert result.steps == [("question", "part B"), ("hop 0", "part B"), ("hop 1", "part B")]
+    assert len(result.hits) == 3 and len(llm.replies) == 7
+
+
+def test_multi_step_stops_when_nothing_is_missing_the_query_repeats_or_nothing_new_is_found():
+    llm = ScriptedChatModel(replies=[{"missing": "part B", "next_query": "hop"}, {"missing": " ", "next_query": "x"}])
+    queries: list[str] = []
+    assert advanced.multi_step_search(llm, fake_search(queries), "question", max_steps=5).steps == [
+        ("question", "part B"), ("hop", "")]
+    llm = ScriptedChatModel(replies=[{"missing": "part B", "next_query": "question"}])
+    queries = []
+    advanced.multi_step_search(llm, fake_search(queries), "question", max_steps=5)
+    assert queries == ["question"]
+    assert "passage for question" in llm.calls[0][0]  # the judge saw the retrieved passage
+
+    def same_hit(query: str) -> list[dict]:
+        queries.append(query)
+        return [{"id": "only", "score": 1.0, "text": "t", "source": "x.md"}]
+
+    llm, queries = ScriptedChatModel(replies=[{"missing": "B", "next_query": "hop"}] * 5), []
+    result = advanced.multi_step_search(llm, same_hit, "question", max_steps=5)
+    assert queries == ["question", "hop"] and len(result.steps) == 1  # the second search found nothing new
+
+
+class RecordingEmbeddings:
+    """TEST DOUBLE wrapper around the real embeddings that records which method embedded which text."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.log = inner, []
+
+    def embed_documents(self, texts):
+        self.log += [("documents", t) for t in texts]
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        self.log.append(("query", text))
+        return self.inner.embed_query(text)
+
+
+def test_hyde_embeds_the_hypothetical_passage_as_a_passage(milvus, embeddings, chunks):
+    passage = "IVF clusters the vectors with k-means into nlist cells and probes the nprobe nearest cells."
+    llm = ScriptedChatModel(replies=[passage])
+    spy = RecordingEmbeddings(embeddings)
+    hypo, hits = advanced.hyde_search(llm, milvus, spy, "how does the cell index search?", "chunks", k=2)
+    assert hypo == passage and spy.log == [("documents", passage)]  # passage prefix, never "query:"
+    assert name(hits[0]) == "ivf_zh.txt" and hits[0]["score"] == pytest.approx(hits[0]["similarity"])
+    assert llm.calls[0][1] == 96 and "in English" in llm.calls[0][0]
+
+
+# ---- real Milvus Lite ----
+
+def test_union_keeps_each_chunk_once_with_its_best_score(milvus, embeddings, chunks):
+    retriever = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="dense", k=3)
+    queries = ["HNSW neighbours per node M", "graph index with layers"]
+    per_query = {q: {h["id"]: h["score"] for h in retriever.search(q)} for q in queries}
+    union = advanced.union_search(retriever.search, queries + queries[:1])  # a repeated query is searched once
+    ids = [h["id"] for h in union]
+    assert len(ids) == len(set(ids)) == len(set(per_query[queries[0]]) | set(per_query[queries[1]]))
+    for hit in union:
+        assert hit["score"] == pytest.approx(max(s[hit["id"]] for s in per_query.values() if hit["id"] in s))
+        assert set(hit["queries"]) == {q for q in queries if hit["id"] in per_query[q]}
+    assert [h["score"] for h in union] == sorted((h["score"] for h in union), reverse=True)
+    shared = [h for h in union if len(h["queries"]) == 2]
+    assert shared, "both queries should find the HNSW chunk"
+
+
+def test_rrf_merge_sums_ranks_per_path():
+    a = [{"id": "x", "score": 9.0, "text": "x"}, {"id": "y", "score": 8.0, "text": "y"}]
+    b = [{"id": "y", "score": 0.9, "text": "y"}]
+    merged = advanced.rrf_merge({"a": a, "b": b}, rrf_k=60)
+    assert [h["id"] for h in merged] == ["y", "x"]
+    assert merged[0]["score"] == pytest.approx(1 / 62 + 1 / 61) and merged[0]["paths"] == {"a": 2, "b": 1}
+
+
+def test_multi_path_merges_dense_and_bm25_paths(milvus, embeddings, chunks):
+    dense = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="dense", k=3)
+    bm25 = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="sparse", k=3)
+    hits = advanced.multi_path_search("efConstruction", {"dense": dense.search, "bm25": bm25.search}, k=2)
+    assert len(hits) == 2 and "efConstruction" in hits[0]["text"]
+    assert set(hits[0]["paths"]) == {"dense", "bm25"}
+
+
+def test_threshold_filter_absolute_and_relative(milvus, embeddings, chunks):
+    retriever = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="dense", k=6)
+    hits = retriever.search("How many neighbours does each HNSW node keep?")
+    sims = [h["similarity"] for h in hits]
+    cut = (sims[0] + sims[-1]) / 2
+    kept = advanced.threshold_filter(hits, min_similarity=cut)
+    assert 0 < len(kept) < len(hits) and all(h["similarity"] >= cut for h in kept)
+    assert name(kept[0]) == "hnsw.md"
+    assert advanced.threshold_filter(hits, max_drop=0.0) == [h for h in hits if h["similarity"] == max(sims)]
+    assert advanced.threshold_filter(hits, min_similarity=1.01) == []
+
+
+def test_small_to_big_returns_each_parent_once(milvus, embeddings, docs):
+    index_directory(milvus, docs, embeddings, collection="pc", progress=False,
+                    chunker=Chunker("parent_child", chunk_size=60, chunk_overlap=0, parent_size=400))
+    retriever = Retriever(client=milvus, embeddings=embeddings, collection="pc", search_type="dense", k=4)
+    children = retriever.invoke("efConstruction candidate list")
+    parents = advanced.small_to_big(retriever, "efConstruction candidate list")
+    assert len(parents) < len(children)  # several children of one parent collapse to it
+    assert parents[0].metadata["child_text"] in parents[0].page_content
+    assert len(parents[0].page_content) > len(parents[0].metadata["child_text"])
