@@ -1,8 +1,9 @@
 """Model-free RAG metrics: answer EM/F1, retrieval recall@k/MRR, and context recall/relevance.
 
-The answer scheme is chosen per gold answer with `detect_language(gold)`: Chinese golds are scored as the
-CMRC 2018 script does (mixed segmentation + longest-common-substring F1), English golds as SQuAD v1.1
-(articles dropped + bag-of-tokens F1). The prediction is always normalised with its gold's scheme.
+The answer scheme is chosen per pair: when the gold or the prediction holds any CJK character, both are scored
+as the CMRC 2018 script does (its punctuation list dropped, mixed segmentation, longest-common-substring F1), so
+"1990年" against "1990" or "NBA球队" against "NBA" get partial credit as there; otherwise as SQuAD v1.1 (articles
+and punctuation dropped, bag-of-tokens F1). Context recall matches an answer in text by mixed segmentation, whatever the languages.
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
-from rag_lib.text import detect_language, split_sentences
+from rag_lib.text import split_sentences
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # same ranges as rag_lib.text
-# One token per CJK character, one per run of other letters/digits; punctuation and spaces fall out.
+_HAS_CJK = re.compile(f"[{_CJK}]")
+# The official CMRC 2018 scorer deletes these characters before segmenting (its `sp_char` list), so "GPT-4"
+# becomes one token "gpt4".
+_CMRC_PUNCTUATION = re.compile(r"[-:_*^/\\~`+=，。：？！“”；’《》…·、「」（）－～『』]")
+# Then one token per CJK character, one per run of other letters/digits; other punctuation and spaces fall out.
 _MIXED_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
 _PUNCTUATION = re.compile(r"[^\w\s]|_")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
@@ -24,8 +29,13 @@ def _tokens(text: str, language: str) -> list[str]:
     """Normalise and tokenise text: CMRC 2018 mixed segmentation for "zh", SQuAD normalisation for "en"."""
     text = text.lower()
     if language == "zh":
-        return _MIXED_TOKEN.findall(text)
+        return _MIXED_TOKEN.findall(_CMRC_PUNCTUATION.sub("", text))
     return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text)).split()
+
+
+def _scheme(*texts: str) -> str:
+    """"zh" (CMRC 2018 scoring) when any of the texts holds a CJK character, else "en" (SQuAD v1.1)."""
+    return "zh" if any(_HAS_CJK.search(t) for t in texts) else "en"
 
 
 def _gold_list(golds: str | Sequence[str]) -> list[str]:
@@ -51,7 +61,7 @@ def _lcs_length(a: list[str], b: list[str]) -> int:
 
 def _f1_single(prediction: str, gold: str) -> float:
     """F1 against one gold: LCS-based for Chinese (CMRC 2018), token-overlap for English (SQuAD v1.1)."""
-    language = detect_language(gold)
+    language = _scheme(gold, prediction)
     pred, ref = _tokens(prediction, language), _tokens(gold, language)
     common = _lcs_length(ref, pred) if language == "zh" else sum((Counter(pred) & Counter(ref)).values())
     if common == 0:
@@ -61,8 +71,8 @@ def _f1_single(prediction: str, gold: str) -> float:
 
 
 def _em_single(prediction: str, gold: str) -> bool:
-    """Whether prediction and one gold have the same normalised tokens under the gold's language scheme."""
-    language = detect_language(gold)
+    """Whether prediction and one gold have the same normalised tokens under the pair's scheme."""
+    language = _scheme(gold, prediction)
     return _tokens(prediction, language) == _tokens(gold, language)
 
 
@@ -106,10 +116,12 @@ def reciprocal_rank(ranked_ids: Sequence[Hashable], relevant_ids: Iterable[Hasha
 
 
 def _contains(text: str, answer: str) -> bool:
-    """True when the normalised answer occurs in the normalised text on token boundaries (as EM normalises)."""
-    language = detect_language(answer)
-    needle = " ".join(_tokens(answer, language))
-    return bool(needle) and f" {needle} " in f" {' '.join(_tokens(text, language))} "
+    """True when the answer's tokens occur as a run in the text's tokens (mixed segmentation, so "1898" is found
+    in "创建于1898年"; English articles dropped when the answer is not Chinese, as EM normalises)."""
+    skip = set() if _HAS_CJK.search(answer) else {"a", "an", "the"}
+    needle = " ".join(t for t in _tokens(answer, "zh") if t not in skip)
+    haystack = " ".join(t for t in _tokens(text, "zh") if t not in skip)
+    return bool(needle) and f" {needle} " in f" {haystack} "
 
 
 def context_recall(contexts: Sequence[str], gold_answers: str | Sequence[str]) -> float:
@@ -129,9 +141,3 @@ def contains_any(answers: str | Sequence[str]) -> Callable[[str], bool]:
     gold_list = _gold_list(answers)
     return lambda sentence: any(_contains(sentence, answer) for answer in gold_list)
 
-
-def summarize(per_question: Sequence[dict[str, float]]) -> dict[str, float]:
-    """Average every metric key over the questions (keys of the first row), e.g. turning per-question RR into MRR."""
-    if not per_question:
-        raise ValueError("per_question must contain at least one row of scores")
-    return {key: sum(row[key] for row in per_question) / len(per_question) for key in per_question[0]}

@@ -130,3 +130,29 @@ def test_cmrc_part_scores_four_pipelines_counts_errors_and_keeps_other_parts(tmp
     assert summary["llm_only", "all"]["EM"] == 0.0
     assert summary["plain", "all"]["s / plain"] == summary["plain", "all"]["calls / plain"] == 1.0
     assert summary["crag", "web"]["evidence"] == 1.0 and summary["plain", "web"]["evidence"] == 0.0
+
+
+def test_rescore_recomputes_scores_of_recorded_answers_and_keeps_the_measurement(tmp_path, monkeypatch):
+    path = tmp_path / "mini.json"
+    write_squad(path)
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(answers, "RESULTS_DIR", tmp_path)
+    row = {"id": "C2_Q0", "home": "local", "question": "长江全长约多少公里？", "gold": "6300公里"}
+    for name in answers.PIPELINES:  # a stale F1 of 0.0 for an answer that holds the gold in a sentence
+        row |= {f"{name}_{m}": 1.0 for m in answers.METRICS} | {f"{name}_answer": "全长约6300公里。",
+                                                                  f"{name}_em": 0.0, f"{name}_f1": 0.0,
+                                                                  f"{name}_error": ""}
+    row["judge_error"] = "RuntimeError: failed"  # a failed answer stays scored 0
+    meta = {"measured_at": "2026-01-01", "load_average_1min_at_end": 0.5}
+    (tmp_path / "answers.json").write_text(json.dumps({"meta": meta, "cmrc": {"setup": {}, "questions": [row]}}))
+
+    answers.main(["--rescore", "--cmrc", str(path)])
+
+    results = json.loads((tmp_path / "answers.json").read_text(encoding="utf-8"))
+    assert results["meta"] == meta  # the timing record is the original measurement's
+    rescored = results["cmrc"]["questions"][0]
+    # pred 全/长/约/6300/公/里 (6), gold 6300/公/里 (3), LCS 3 -> P = 1/2, R = 1, F1 = 2/3; EM 0; contains 1
+    assert rescored["plain_f1"] == rescored["crag_f1"] == 2 / 3 and rescored["plain_em"] == 0.0
+    assert rescored["plain_contains"] == 1.0 and rescored["judge_f1"] == 0.0
+    summary = {(s["pipeline"], s["context in"]): s for s in results["cmrc"]["summary"]}
+    assert summary["plain", "all"]["F1"] == 2 / 3 and summary["plain", "all"]["s"] == 1.0

@@ -347,6 +347,24 @@ def run_cmrc(llm, path: Path, n: int, seed: int) -> dict:
     return {"setup": setup, "summary": summary, "questions": rows}
 
 
+def cmrc_golds(path: Path) -> dict[str, list[str]]:
+    """Question id -> all its gold answers, from the CMRC file."""
+    return {qa["id"]: [a["text"] for a in qa["answers"]] for c in load_cmrc(path) for qa in c["qas"]}
+
+
+def rescore_cmrc(cmrc: dict, path: Path) -> dict:
+    """Recompute EM, F1 and contains-gold of the recorded answers with the current metrics (no model call; the
+    evidence, cost and answers stay as measured), and the summary from them."""
+    golds = cmrc_golds(path)
+    for row in cmrc["questions"]:
+        for name in PIPELINES:
+            if not row[f"{name}_error"]:
+                answer = row[f"{name}_answer"]
+                row |= {f"{name}_em": exact_match(answer, golds[row["id"]]), f"{name}_f1": f1(answer, golds[row["id"]]),
+                        f"{name}_contains": float(evidence_found([answer], golds[row["id"]]))}
+    return cmrc | {"summary": summarize_cmrc(cmrc["questions"])}
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m rag_lib.bench answers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -354,12 +372,19 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--n", type=int, default=20, help="CMRC questions in the sample")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", nargs="+", choices=["grader", "cmrc"], default=["grader", "cmrc"])
+    parser.add_argument("--rescore", action="store_true",
+                        help="only recompute EM/F1 of the recorded CMRC answers (after a metric change); no model")
     args = parser.parse_args(argv)
     if "cmrc" in args.parts and not args.cmrc.is_file():
         raise SystemExit(f"CMRC file not found: {args.cmrc}. Pass --cmrc PATH or set CMRC_PATH (cmrc2018_trial.json).")
     previous = RESULTS_DIR / "answers.json"
     results = json.loads(previous.read_text(encoding="utf-8")) if previous.exists() else {}
-    results.pop("meta", None)
+    meta = results.pop("meta", None)
+    if args.rescore:
+        results["cmrc"] = rescore_cmrc(results["cmrc"], args.cmrc)
+        print(format_table([r for r in results["cmrc"]["summary"] if r["context in"] == "all"]))
+        print("\nwrote", write_results("answers", results, meta))
+        return
     llm = get_chat_model()
     if "grader" in args.parts:
         with tempfile.TemporaryDirectory() as tmp:
