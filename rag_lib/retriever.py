@@ -24,6 +24,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 from pymilvus import AnnSearchRequest, DataType, MilvusClient, RRFRanker, WeightedRanker
 
+from rag_lib.models import embed_queries
 from rag_lib.rerank import Reranker
 from rag_lib.store import DEFAULT_COLLECTION, DENSE_SEARCH_PARAMS, METADATA_FIELDS, SPARSE_SEARCH_PARAMS
 
@@ -87,6 +88,7 @@ class Retriever(BaseRetriever):
             self._check_field_kind(name, vectors[name])
         self._params = self._resolve_params()
         self._weights = self._resolve_weights()
+        self._check_ranker_arguments()
         if self.ranker == "model" and self.reranker is None:
             raise RetrieverConfigError(
                 "ranker='model' needs a reranker: pass reranker=rag_lib.rerank.get_reranker() "
@@ -110,6 +112,21 @@ class Retriever(BaseRetriever):
                 f"candidates={self.candidates} < k={self.k}: candidates is the per-field top-N that fusion and "
                 "reranking choose from; give candidates >= k."
             )
+
+    def _check_ranker_arguments(self) -> None:
+        """Arguments that only one ranker reads are refused with another, instead of being silently ignored."""
+        if self.weights is not None and self.ranker != "weighted":
+            raise RetrieverConfigError(
+                f"weights={self.weights} are read only by ranker='weighted', not ranker={self.ranker!r}: "
+                "pass ranker='weighted', or drop weights."
+            )
+        if self.reranker is not None and self.ranker != "model":
+            raise RetrieverConfigError(
+                f"a reranker is used only by ranker='model', not ranker={self.ranker!r}: pass ranker='model', "
+                "or drop reranker."
+            )
+        if self.rrf_k < 1:
+            raise RetrieverConfigError(f"rrf_k={self.rrf_k}: the RRF constant must be >= 1 (60 is the usual value).")
 
     def _resolve_fields(self, vector_fields: list[str]) -> list[str]:
         """search_fields (or the search_type default), checked against the collection and the search_type."""
@@ -193,9 +210,9 @@ class Retriever(BaseRetriever):
             plan["candidates"] = self.candidates
         return plan
 
-    def _data(self, field: str, query: str, vector: list[float]) -> list:
-        """What a field is queried with: the text for BM25 (Milvus analyses it), else the query embedding."""
-        return [query] if field in self._text_fields else [vector]
+    def _data(self, field: str, queries: list[str], vectors: list[list[float]]) -> list:
+        """What a field is queried with: the texts for BM25 (Milvus analyses them), else the query embeddings."""
+        return list(queries) if field in self._text_fields else list(vectors)
 
     def _hits(self, results: list[dict], text_field: bool = False) -> list[dict]:
         """Flat hit dicts; BM25 scores made positive (Lite returns them negated, order right; a server positive)."""
@@ -204,19 +221,19 @@ class Retriever(BaseRetriever):
             for h in results
         ]
 
-    def _search(self, field: str, query: str, vector: list[float], limit: int) -> list[dict]:
-        """One field, pymilvus `search`."""
+    def _search(self, field: str, queries: list[str], vectors: list[list[float]], limit: int) -> list[list[dict]]:
+        """One field, pymilvus `search`, all queries in one call; one hit list per query."""
         results = self.client.search(
-            self.collection, data=self._data(field, query, vector), anns_field=field, search_params=self._params[field],
-            limit=limit, filter=self.filter, output_fields=self._output_fields,
-        )[0]
-        return self._hits(results, field in self._text_fields)
+            self.collection, data=self._data(field, queries, vectors), anns_field=field,
+            search_params=self._params[field], limit=limit, filter=self.filter, output_fields=self._output_fields,
+        )
+        return [self._hits(r, field in self._text_fields) for r in results]
 
-    def _hybrid(self, query: str, vector: list[float], limit: int) -> list[dict]:
+    def _hybrid(self, queries: list[str], vectors: list[list[float]], limit: int) -> list[list[dict]]:
         """Several fields fused inside Milvus (`hybrid_search`): RRF, or raw weighted sum when normalize=False."""
         expr = self.filter or None
         requests = [
-            AnnSearchRequest(self._data(f, query, vector), f, self._params[f], self.candidates, expr=expr)
+            AnnSearchRequest(self._data(f, queries, vectors), f, self._params[f], self.candidates, expr=expr)
             for f in self._fields
         ]
         if self.ranker == "weighted":
@@ -225,18 +242,18 @@ class Retriever(BaseRetriever):
             ranker = RRFRanker(self.rrf_k)
         results = self.client.hybrid_search(
             self.collection, requests, ranker=ranker, limit=limit, output_fields=self._output_fields
-        )[0]
-        return self._hits(results)
+        )
+        return [self._hits(r) for r in results]
 
-    def _min_max_fusion(self, query: str, vector: list[float], limit: int) -> list[dict]:
+    def _min_max_fusion(self, queries: list[str], vectors: list[list[float]], limit: int) -> list[list[dict]]:
         """Several fields fused client-side: each field's scores min-max scaled to [0, 1], then weighted."""
-        fused: dict[str, dict] = {}
+        fused: list[dict[str, dict]] = [{} for _ in queries]
         for field, weight in zip(self._fields, self._weights):
-            hits = self._search(field, query, vector, self.candidates)
-            for hit, norm in zip(hits, min_max([h["score"] for h in hits])):
-                entry = fused.setdefault(hit["id"], {**hit, "score": 0.0})
-                entry["score"] += weight * norm
-        return sorted(fused.values(), key=lambda h: h["score"], reverse=True)[:limit]
+            for per_query, hits in zip(fused, self._search(field, queries, vectors, self.candidates)):
+                for hit, norm in zip(hits, min_max([h["score"] for h in hits])):
+                    entry = per_query.setdefault(hit["id"], {**hit, "score": 0.0})
+                    entry["score"] += weight * norm
+        return [sorted(f.values(), key=lambda h: h["score"], reverse=True)[:limit] for f in fused]
 
     def _rerank(self, query: str, hits: list[dict]) -> list[dict]:
         """Second stage: the reranker re-orders the candidates and keeps k; `score` becomes its score."""
@@ -247,18 +264,8 @@ class Retriever(BaseRetriever):
             for d in documents
         ]
 
-    def search(self, query: str) -> list[dict]:
-        """Raw hits (id, score, similarity, text, metadata), best first."""
-        if not query.strip():
-            raise ValueError("empty query: ask a question with some words in it")
-        vector = self.embeddings.embed_query(query)
-        limit = self.candidates if self.ranker == "model" else self.k
-        if len(self._fields) == 1:
-            hits = self._search(self._fields[0], query, vector, limit)
-        elif self.ranker == "weighted" and self.normalize:
-            hits = self._min_max_fusion(query, vector, limit)
-        else:
-            hits = self._hybrid(query, vector, limit)  # also the coarse RRF stage of ranker="model"
+    def _finish(self, query: str, vector: list[float], hits: list[dict]) -> list[dict]:
+        """Per query after the search: cosine similarity on every hit, the cutoff, then the reranker."""
         for hit in hits:
             if SIMILARITY_FIELD in hit:
                 hit["similarity"] = cosine(vector, hit.pop(SIMILARITY_FIELD))
@@ -267,6 +274,25 @@ class Retriever(BaseRetriever):
         if self.ranker == "model" and hits:
             hits = self._rerank(query, hits)
         return hits
+
+    def search(self, query: str) -> list[dict]:
+        """Raw hits (id, score, similarity, text, metadata), best first."""
+        return self.search_many([query])[0]
+
+    def search_many(self, queries: list[str]) -> list[list[dict]]:
+        """`search` for several queries with one Milvus call per field: Milvus Lite spends ~200 ms per call
+        whatever its size, so a batch of questions costs little more than one (measured in bench retrieval)."""
+        if not queries or any(not q.strip() for q in queries):
+            raise ValueError("empty query: ask a question with some words in it (and pass at least one)")
+        vectors = embed_queries(self.embeddings, queries)
+        limit = self.candidates if self.ranker == "model" else self.k
+        if len(self._fields) == 1:
+            batches = self._search(self._fields[0], queries, vectors, limit)
+        elif self.ranker == "weighted" and self.normalize:
+            batches = self._min_max_fusion(queries, vectors, limit)
+        else:
+            batches = self._hybrid(queries, vectors, limit)  # also the coarse RRF stage of ranker="model"
+        return [self._finish(q, v, hits) for q, v, hits in zip(queries, vectors, batches)]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return [to_document(hit) for hit in self.search(query)]

@@ -44,10 +44,18 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, monkeypatch)
     retrieval.main(["--cmrc", str(path), "--out", "mini"])
     results = json.loads((tmp_path / "results" / "mini.json").read_text(encoding="utf-8"))
     rows = {row["pipeline"]: row for row in results["pipelines"]}
-    assert len(rows) == 8 and results["setup"]["questions"] == 4
+    assert len(rows) == 9 and results["setup"]["questions"] == 4
     for row in rows.values():
         assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 0.75  # the empty question is always a miss
     # three distinct topics: BM25 and dense each find all three real questions' contexts first
     assert rows["Milvus BM25 (jieba analyzer)"]["R@1"] == 0.75
     assert rows["Milvus dense HNSW"]["R@1"] == 0.75
     assert rows["hybrid RRF(60)"]["MRR@5"] == 0.75
+    assert rows["hybrid RRF + e5 rerank (two-stage)"]["R@1"] == 0.75
+    # parent-child hands over the whole context: every found context holds its answer
+    parents = rows["parent-child: 120-char children -> context"]
+    assert parents["ctx recall@3"] == parents["R@3"] == 0.75
+    for row in rows.values():
+        assert row["batched ms/q (64 per call)"] > 0
+    assert rows["Milvus BM25 (jieba analyzer)"]["p50 / peer"] == rows["Milvus BM25 (jieba analyzer)"]["p50 ms"] / rows[
+        "peer: rank_bm25 (jieba), numpy"]["p50 ms"]  # compared with the in-process BM25, not the dense peer

@@ -97,6 +97,8 @@ def no_search(milvus, monkeypatch: pytest.MonkeyPatch):
         ({"ranker": "weighted", "weights": (-0.1, 0.5)}, ["in [0, 1]"]),
         ({"ranker": "weighted", "weights": (0.0, 0.0)}, ["one at least above 0"]),
         ({"ranker": "model"}, ["needs a reranker", "get_reranker()"]),
+        ({"weights": (0.6, 0.4)}, ["read only by ranker='weighted', not ranker='rrf'", "drop weights"]),
+        ({"rrf_k": 0}, ["rrf_k=0", ">= 1"]),
         ({"k": 0}, ["k=0", "k >= 1"]),
         ({"k": 30}, ["candidates=20 < k=30"]),
         ({"collection": "nope"}, ["collection 'nope' does not exist", "index documents first"]),
@@ -108,6 +110,11 @@ def test_bad_arguments_fail_before_any_search_with_a_clear_message(no_search, em
     for fragment in fragments:
         assert fragment in str(error.value)
     assert "validation error" not in str(error.value)  # ours, not wrapped in a pydantic ValidationError
+
+
+def test_a_reranker_without_ranker_model_is_refused(no_search, embeddings):
+    with pytest.raises(RetrieverConfigError, match="only by ranker='model', not ranker='rrf'.*drop reranker"):
+        Retriever(client=no_search, embeddings=embeddings, reranker=EmbeddingReranker(embeddings))
 
 
 def test_config_error_is_a_value_error_and_good_arguments_resolve_defaults(no_search, embeddings):
@@ -151,6 +158,24 @@ def test_empty_query_is_refused(no_search, embeddings):
 
 
 # ---------------------------------------------------------------- search results
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"search_type": "dense"}, {"search_type": "sparse"}, {"ranker": "weighted", "weights": (0.6, 0.4)},
+     {"ranker": "weighted", "normalize": False}, {"min_similarity": 0.8}],
+)
+def test_search_many_gives_each_query_what_search_gives_it(indexed, embeddings, kwargs):
+    retriever = Retriever(client=indexed, embeddings=embeddings, k=3, **kwargs)
+    queries = ["What happens when two branches update the same key?", "中文全文检索用什么分词器？", "HNSW ef"]
+    batched = retriever.search_many(queries)
+    assert len(batched) == len(queries)
+    for query, hits in zip(queries, batched):
+        one = retriever.search(query)
+        assert [h["id"] for h in hits] == [h["id"] for h in one]
+        assert [h["score"] for h in hits] == pytest.approx([h["score"] for h in one], rel=1e-4)  # float32 sums
+    with pytest.raises(ValueError, match="empty query"):
+        retriever.search_many(["fine", " "])
 
 
 def test_dense_finds_a_paraphrase(indexed, embeddings):
