@@ -32,6 +32,7 @@ from rag_lib.graphs.judge import (
     Tree,
     build_judge_graph,
     checked,
+    checkpoint_reader,
     draw_tree,
     grounded,
     rebuild_tree,
@@ -301,6 +302,43 @@ def test_tree_rebuilt_in_a_fresh_process_matches(tmp_path):
     mermaid = draw_tree(there)
     assert mermaid.startswith("flowchart TD") and mermaid == draw_tree(here)
     assert mermaid.count('-- "follow-up" -->') == 6 and "q0.1.0?" in mermaid
+
+
+def threads(tree: Tree) -> list[Tree]:
+    """Every run of the tree, depth first."""
+    return [tree] + [run for c in tree.chunks if c.child for run in threads(c.child)]
+
+
+def test_tree_is_what_get_state_and_get_state_history_of_the_judge_graph_say(tmp_path, caplog):
+    table, script = chain(levels=3, chunks_per_level=2)
+    saver = sqlite_checkpointer(tmp_path / "judge.sqlite")
+    graph, _, _ = run(table, script, checkpointer=saver, max_depth=2, max_llm_calls=40)
+    graph.invoke({"question": "q0.1?"}, {"configurable": {"thread_id": "root/1"}})  # a thread asked a second time
+    tree = rebuild_tree(tmp_path / "judge.sqlite", "root")
+    runs = threads(tree)
+    assert len(runs) == 7
+    for thread in runs:
+        config = {"configurable": {"thread_id": thread.thread_id}}
+        state = graph.get_state(config).values
+        assert (thread.question, thread.answer, thread.llm_calls) == (state["question"], state["answer"],
+                                                                       state["llm_calls"])
+        assert [c.index for c in thread.chunks] == sorted(r["index"] for r in state["judgments"])
+        assert thread.checkpoints == len(list(graph.get_state_history(config)))
+    first, second = runs[1], runs[4]  # depth first: root/0 and its two children come before root/1
+    assert (first.thread_id, second.thread_id) == ("root/0", "root/1")
+    assert second.checkpoints > first.checkpoints  # the history holds both runs of root/1, the tree the latest
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]  # the reader knows every node it meets
+
+
+def test_checkpoint_reader_has_the_judge_graph_shape_and_never_runs(tmp_path):
+    saver = sqlite_checkpointer(tmp_path / "judge.sqlite")
+    judge = build_judge_graph(TableRetriever(table={}), ScriptedModel(script={}), checkpointer=saver)
+    reader = checkpoint_reader(saver)
+    assert reader.get_graph().draw_mermaid() == judge.get_graph().draw_mermaid()
+    with pytest.raises(RuntimeError, match="only reads judge checkpoints"):
+        reader.invoke({"question": Q}, {"configurable": {"thread_id": "t"}})
+    with pytest.raises(KeyError, match="'nobody' has no checkpoint"):
+        rebuild_tree(saver, "nobody")
 
 
 def test_rebuild_tree_names_a_missing_database(tmp_path):

@@ -18,13 +18,15 @@ State changes only through returned updates and reducers. Parallel judge calls o
 Measured (notebook 09): the local 1.5B judge is lenient, it gives 2 to title-only or off-topic chunks. So
 0 comes from the calibrated cosine cutoff, and a 2 whose copied answer is not in the chunk (or only repeats
 the question) is lowered to 1. Every checkpoint goes to the checkpointer (SQLite in the notebook), and
-`rebuild_tree` reads the whole search tree back from the root thread and its child threads.
+`rebuild_tree` reads the whole search tree back from the root thread and its child threads with
+`get_state` / `get_state_history` of `checkpoint_reader`, the same graph without retriever or model.
 """
 
 from __future__ import annotations
 
 import operator
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
@@ -265,13 +267,18 @@ def build_judge_graph(
     def refuse(state: JudgeState) -> dict:
         return {"answer": refusal_for(state["question"])}
 
+    nodes = {"retrieve": retrieve, "judge": judge, "plan": plan, "explore": explore, "generate": generate,
+             "refuse": refuse}
+    graph = _wire(nodes, fan_out, route, checkpointer)  # `explore` runs this same graph on each follow-up
+    return graph
+
+
+def _wire(nodes: dict[str, Callable], fan_out: Callable, route: Callable,
+          checkpointer: BaseCheckpointSaver | None) -> CompiledStateGraph:
+    """The judge graph's state schema, nodes and edges around the given functions (one shape for runner and reader)."""
     builder = StateGraph(JudgeState)
-    builder.add_node("retrieve", retrieve)
-    builder.add_node("judge", judge)
-    builder.add_node("plan", plan)
-    builder.add_node("explore", explore)
-    builder.add_node("generate", generate)
-    builder.add_node("refuse", refuse)
+    for name, action in nodes.items():
+        builder.add_node(name, action)
     builder.add_edge(START, "retrieve")
     builder.add_conditional_edges("retrieve", fan_out, ["judge", "refuse"])
     builder.add_edge("judge", "plan")
@@ -279,8 +286,18 @@ def build_judge_graph(
     builder.add_edge("explore", "generate")
     builder.add_edge("generate", END)
     builder.add_edge("refuse", END)
-    graph = builder.compile(checkpointer=checkpointer)
-    return graph
+    return builder.compile(checkpointer=checkpointer)
+
+
+def _read_only(_: Any) -> dict:
+    """Every node and router of the reader graph: it only reads checkpoints, running it is a mistake."""
+    raise RuntimeError("this graph only reads judge checkpoints; build_judge_graph makes one that runs")
+
+
+def checkpoint_reader(checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
+    """The judge graph without retriever or model, for `get_state` / `get_state_history` on saved threads."""
+    names = ("retrieve", "judge", "plan", "explore", "generate", "refuse")
+    return _wire(dict.fromkeys(names, _read_only), _read_only, _read_only, checkpointer)
 
 
 def sqlite_checkpointer(path: str | Path) -> SqliteSaver:
@@ -326,27 +343,28 @@ class Tree:
 
 
 def rebuild_tree(checkpointer_or_db_path: BaseCheckpointSaver | str | Path, root_thread_id: str) -> Tree:
-    """Read the search tree back from checkpoints alone: the latest state of each thread (what
-    `graph.get_state` returns) and its history length, following each explored chunk to its child thread."""
+    """Read the search tree back from checkpoints alone, through `get_state` and `get_state_history` of each
+    thread, following each explored chunk to its child thread."""
     if isinstance(checkpointer_or_db_path, BaseCheckpointSaver):
-        return _thread_tree(checkpointer_or_db_path, root_thread_id)
+        return _thread_tree(checkpoint_reader(checkpointer_or_db_path), root_thread_id)
     if not Path(checkpointer_or_db_path).is_file():
         raise FileNotFoundError(
             f"{checkpointer_or_db_path}: no checkpoint database here; run the judge graph with this SQLite file first"
         )
     saver = sqlite_checkpointer(checkpointer_or_db_path)
     try:
-        return _thread_tree(saver, root_thread_id)
+        return _thread_tree(checkpoint_reader(saver), root_thread_id)
     finally:
         saver.conn.close()
 
 
-def _thread_tree(saver: BaseCheckpointSaver, thread_id: str) -> Tree:
-    config = {"configurable": {"thread_id": thread_id}}
-    latest = saver.get_tuple(config)
-    if latest is None:
+def _thread_tree(graph: CompiledStateGraph, thread_id: str) -> Tree:
+    """One thread's run from its latest state snapshot and its history, with its child threads below."""
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    history = list(graph.get_state_history(config))
+    if not history:
         raise KeyError(f"thread {thread_id!r} has no checkpoint in this database")
-    values: dict[str, Any] = latest.checkpoint["channel_values"]
+    values: dict[str, Any] = graph.get_state(config).values
     plan = {e["index"]: e for e in values.get("plan", [])}
     subs = {s["index"]: s for s in values.get("sub_answers", [])}
     chunks = []
@@ -356,7 +374,7 @@ def _thread_tree(saver: BaseCheckpointSaver, thread_id: str) -> Tree:
         if entry and entry.get("why"):
             node.note = "; ".join(filter(None, [node.note, entry["why"]]))
         if sub:
-            node.sub_answer, node.child = sub["answer"], _thread_tree(saver, sub["thread_id"])
+            node.sub_answer, node.child = sub["answer"], _thread_tree(graph, sub["thread_id"])
         chunks.append(node)
     return Tree(
         thread_id=thread_id,
@@ -365,7 +383,7 @@ def _thread_tree(saver: BaseCheckpointSaver, thread_id: str) -> Tree:
         answer=values.get("answer", ""),
         budget=values.get("budget", 0),
         llm_calls=values.get("llm_calls", 0),
-        checkpoints=sum(1 for _ in saver.list(config)),
+        checkpoints=len(history),
         chunks=chunks,
     )
 
