@@ -205,6 +205,20 @@ def test_web_search_error_with_nothing_local_refuses_without_an_answer_call():
     assert llm.calls == ["rewrite"]
 
 
+@pytest.mark.parametrize(
+    "error", [OSError(101, "Network is unreachable"), ValueError("unexpected payload"), TimeoutError()],
+    ids=["OSError", "ValueError", "TimeoutError"],
+)
+def test_any_backend_exception_is_recorded_and_the_answer_says_so(error):
+    """A plugged-in backend may raise anything (a raw socket error, a parsing bug): no crash, a web_error."""
+    llm, web = ScriptedChatModel(), FakeWeb(error=error)
+    state, nodes = run(crag([chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88)], llm, web))
+    assert nodes[-3:] == ["web_search", "refine_knowledge", "generate"]
+    assert state["web_error"] == f"{type(error).__name__}: {error}"  # the type says what went wrong
+    assert f"web search failed: {state['web_error']}" in state["notes"]
+    assert "jieba" in state["answer"] and state["answer"].endswith(WEB_FAILED["en"])
+
+
 def test_empty_web_results_refuse():
     llm, web = ScriptedChatModel(), FakeWeb([])
     state, nodes = run(crag([chunk(NOISE_CHUNK, 0.70)], llm, web))
