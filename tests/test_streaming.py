@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.retrievers import BaseRetriever
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 
@@ -154,6 +155,30 @@ def test_subgraph_tokens_need_subgraphs_true(graph) -> None:
     shown = list(app.stream({"question": QUESTION}, stream_mode="messages", subgraphs=True))
     assert "".join(chunk.content for _, (chunk, _) in shown) == ANSWER
     assert {ns[0].split(":")[0] for ns, _ in shown} == {"rag"}
+
+
+def test_debug_yields_task_and_task_result_per_node(graph) -> None:
+    events = list(graph.stream({"question": QUESTION}, stream_mode="debug"))
+    assert [(e["type"], e["step"], e["payload"]["name"]) for e in events] == [
+        ("task", 1, "retrieve"), ("task_result", 1, "retrieve"), ("task", 2, "generate"), ("task_result", 2, "generate")
+    ]  # no checkpointer: no checkpoint events
+    assert events[0]["payload"]["input"] == {"question": QUESTION}
+    assert events[-1]["payload"]["result"] == {"answer": ANSWER} and events[-1]["payload"]["error"] is None
+
+
+def test_debug_with_a_checkpointer_adds_one_checkpoint_event_per_step() -> None:
+    rag = build_rag_graph(FakeRetriever(documents=DOCS), fake_llm())
+    saved = rag.builder.compile(checkpointer=InMemorySaver())  # the same graph, checkpointed
+    config = {"configurable": {"thread_id": "debug"}}
+    events = list(saved.stream({"question": QUESTION}, config, stream_mode="debug"))
+    types = [e["type"] for e in events]
+    assert types == ["checkpoint", "checkpoint", "task", "task_result", "checkpoint", "task", "task_result",
+                     "checkpoint"]
+    checkpoints = [e["payload"] for e in events if e["type"] == "checkpoint"]
+    assert [list(c["next"]) for c in checkpoints] == [["__start__"], ["retrieve"], ["generate"], []]
+    assert checkpoints[-1]["values"] == {"question": QUESTION, "documents": DOCS, "answer": ANSWER}
+    assert {c["config"]["configurable"]["thread_id"] for c in checkpoints} == {"debug"}
+    assert len(list(saved.get_state_history(config))) == len(checkpoints)  # one event per saved checkpoint
 
 
 def test_output_keys_restrict_what_is_streamed(graph) -> None:
