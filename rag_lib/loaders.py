@@ -1,8 +1,8 @@
-"""Turn a file into plain text plus a title: Markdown, text, PDF (pypdf) and HTML (BeautifulSoup).
+"""Turn a file into plain text plus a title: Markdown, text, PDF (pypdf), HTML (BeautifulSoup) and Word .docx
+(the standard library's zipfile + ElementTree: a .docx is a zip of XML files).
 
 Every problem becomes a `LoadError` whose message names the file and the fix, so an indexing run can list the
 bad files and carry on. Files above RAG_MAX_FILE_MB (default 5) are refused before they are read.
-`.docx` is not supported: it needs `python-docx`, which the course does not install.
 """
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ import io
 import os
 import re
 import unicodedata
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from xml.etree import ElementTree
 
 from bs4 import BeautifulSoup, NavigableString
 from pypdf import PdfReader, PdfWriter
@@ -25,6 +27,10 @@ INVISIBLE_TAGS = ["script", "style", "noscript", "template", "head"]
 # Block tags end a paragraph; headings become Markdown headers so the header-based chunker can use them.
 BLOCK_TAGS = ["p", "div", "li", "tr", "pre", "blockquote", "section", "article", "table", "ul", "ol", "br"]
 HEADINGS = {f"h{level}": "#" * level for level in range(1, 7)}
+# Latin-1/Windows-1252 bytes usually decode as GB18030 too, into CJK garbage ("Müller" -> "M黮ler"): a GB18030
+# decode is accepted only when at least this share of its letters are CJK ideographs.
+MIN_CJK_SHARE = 0.3
+WORD_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
 class LoadError(ValueError):
@@ -65,18 +71,28 @@ def read_bytes(path: Path) -> bytes:
     return data
 
 
+def decode_gb18030(data: bytes, name: str) -> str:
+    """Legacy Chinese text; refused unless mostly CJK, since most Latin-1 text also "decodes" as GB18030."""
+    not_text = LoadError(f"{name}: not UTF-8 or GB18030 text; re-save it as UTF-8")
+    try:
+        text = data.decode("gb18030")
+    except UnicodeDecodeError:
+        raise not_text from None
+    letters = [ch for ch in text if ch.isalpha()]
+    cjk = sum(unicodedata.name(ch, "").startswith("CJK") for ch in letters)
+    if not letters or cjk < MIN_CJK_SHARE * len(letters):
+        raise not_text
+    return text
+
+
 def decode_text(data: bytes, name: str) -> str:
     """UTF-8 (with or without BOM), else GB18030 for legacy Chinese files; binary content is rejected."""
     if b"\x00" in data[:8192]:
         raise LoadError(f"{name}: binary content, not text (wrong extension?)")
-    for encoding in ("utf-8-sig", "gb18030"):
-        try:
-            text = data.decode(encoding)
-            break
-        except UnicodeDecodeError:
-            continue
-    else:
-        raise LoadError(f"{name}: not UTF-8 or GB18030 text; re-save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = decode_gb18030(data, name)
     controls = sum(1 for ch in text if ch not in "\t\n\r\f" and unicodedata.category(ch) == "Cc")
     if controls > len(text) / 100:  # bytes that happened to decode, but are not prose
         raise LoadError(f"{name}: binary content, not text (wrong extension?)")
@@ -140,12 +156,29 @@ def load_html(data: bytes, path: Path) -> LoadedFile:
     return LoadedFile(text, title[:500] or title_of(text, path))
 
 
+def load_docx(data: bytes, path: Path) -> LoadedFile:
+    """Word .docx: the paragraphs of word/document.xml, one per line; title from the first `# ` line, else the name."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            body = ElementTree.fromstring(archive.read("word/document.xml"))
+    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError) as error:
+        raise LoadError(
+            f"{path.name}: corrupt or unreadable .docx ({type(error).__name__}); re-save it in Word or LibreOffice"
+        ) from error
+    paragraphs = ("".join(t.text or "" for t in p.iter(f"{WORD_NS}t")) for p in body.iter(f"{WORD_NS}p"))
+    text = "\n".join(p.strip() for p in paragraphs if p.strip())
+    if not text:
+        raise LoadError(f"{path.name}: .docx has no text")
+    return LoadedFile(text, title_of(text, path))
+
+
 LOADERS: dict[str, Callable[[bytes, Path], LoadedFile]] = {
     ".md": load_text,
     ".txt": load_text,
     ".pdf": load_pdf,
     ".html": load_html,
     ".htm": load_html,
+    ".docx": load_docx,
 }
 
 
@@ -153,8 +186,7 @@ def check_supported(path: Path) -> None:
     """Raise LoadError for a file type without a loader, naming the supported ones."""
     suffix = path.suffix.lower()
     if suffix not in LOADERS:
-        hint = "; .docx needs python-docx, which is not installed: save it as PDF" if suffix == ".docx" else ""
-        raise LoadError(f"{path.name}: unsupported file type {suffix or '(none)'!r} (supported: {', '.join(LOADERS)}){hint}")
+        raise LoadError(f"{path.name}: unsupported file type {suffix or '(none)'!r} (supported: {', '.join(LOADERS)})")
 
 
 def load_file(path: Path, data: bytes | None = None) -> LoadedFile:

@@ -111,7 +111,8 @@ def test_bad_inputs_are_listed_and_good_rows_stay_as_they_were(milvus, embedding
         "corrupt.pdf": (good_pdf[: len(good_pdf) // 2], "corrupt or unreadable PDF"),
         "latin1.txt": ("café naïve ÿ".encode("latin-1"), "not UTF-8 or GB18030"),
         "big.txt": (b"a" * (10 * 2**20), "over the 5 MB limit"),
-        "report.docx": (b"PK\x03\x04", "unsupported file type '.docx'"),
+        "report.docx": (b"PK\x03\x04", "corrupt or unreadable .docx"),
+        "slides.pptx": (b"PK\x03\x04", "unsupported file type '.pptx'"),
     }
     for name, (data, _) in bad.items():
         (corpus / name).write_bytes(data)
@@ -171,17 +172,27 @@ def test_parent_documents_keeps_chunks_without_parent(milvus, embeddings, corpus
 # --- an indexing process killed with SIGKILL mid-run --------------------------------------------------------
 
 CHILD = """
+import re
 import sys
+import time
 from rag_lib import index
 from rag_lib.models import E5Embeddings
 from rag_lib.store import connect
 
+client = connect(uri=sys.argv[1])
 write_file = index.write_file
-def announce(client, collection, rows):  # instrumentation only: tell the parent when a file's rows are in
+# Instrumentation only: print a marker (and, inside a write, stall) so the parent can SIGKILL at a chosen moment.
+def announce(client, collection, rows):  # "between" files: a file's new rows are in and its stale rows gone
     write_file(client, collection, rows)
-    print("WROTE", rows[0]["source"], flush=True)
-index.write_file = announce
-index.index_directory(connect(uri=sys.argv[1]), sys.argv[2], E5Embeddings(), progress=False)
+    print("MARK", rows[0]["source"], flush=True)
+def stall(collection, filter):  # "inside" a write: the new rows are upserted, the stale ones not yet deleted
+    print("MARK", re.search(r'source == "([^"]*)"', filter).group(1), flush=True)
+    time.sleep(600)
+if sys.argv[3] == "between":
+    index.write_file = announce
+else:
+    client.delete = stall
+index.index_directory(client, sys.argv[2], E5Embeddings(), progress=False)
 print("DONE", flush=True)
 """
 
@@ -193,33 +204,47 @@ def version(folder: Path, n: int, sentences: int) -> None:
         (folder / f"doc{i}.txt").write_text(body, encoding="utf-8")
 
 
-def test_killed_run_is_repaired_by_the_next_run(tmp_path, embeddings):
-    """Lite lets one process hold the database: the children index, the parent only looks after they are gone."""
+@pytest.mark.parametrize("moment", ["between", "inside"])
+def test_killed_run_is_repaired_by_the_next_run(tmp_path, embeddings, moment):
+    """Kill -9 between two files, or inside one file's write (new rows upserted, stale rows not yet deleted).
+    Lite lets one process hold the database: the children index, the parent only looks after they are gone."""
     uri, folder = str(tmp_path / "kill.db"), tmp_path / "docs"
     folder.mkdir()
     version(folder, 6, 2)
-    done = subprocess.run([sys.executable, "-c", CHILD, uri, str(folder)], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, uri, str(folder), "between"], capture_output=True, text=True, timeout=600
+    )
     assert done.stdout.endswith("DONE\n"), done.stderr[-2000:]
     version(folder, 6, 8)  # every file changes and grows to several chunks: old rows become stale
 
-    child = subprocess.Popen([sys.executable, "-c", CHILD, uri, str(folder)], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, uri, str(folder), moment], stdout=subprocess.PIPE, text=True)
     first = child.stdout.readline()
     os.kill(child.pid, signal.SIGKILL)
     child.wait(timeout=60)
     child.stdout.close()
-    assert first.startswith("WROTE") and child.returncode == -signal.SIGKILL
+    assert first.startswith("MARK") and child.returncode == -signal.SIGKILL
+    killed = first.split()[1]
 
     expected = [r for p in sorted(folder.iterdir()) for r in chunk_rows(p)]
     client = connect(uri=uri)
     try:
         ensure_collection(client, 384)
-        stored = client.query(DEFAULT_COLLECTION, filter="", output_fields=["id", "file_hash"], limit=10000)
+        fields = ["id", "file_hash", "source"]
+        stored = client.query(DEFAULT_COLLECTION, filter="", output_fields=fields, limit=10000)
         new_hashes = {r["file_hash"] for r in expected}
         assert 0 < sum(r["file_hash"] in new_hashes for r in stored) < len(expected)  # the kill left a mix
+        new_ids = {r["id"] for r in expected if r["source"] == killed}
+        killed_rows = [r for r in stored if r["source"] == killed]
+        assert new_ids <= {r["id"] for r in killed_rows}  # the killed file's new rows are all in...
+        stale_left = any(r["file_hash"] not in new_hashes for r in killed_rows)
+        assert stale_left == (moment == "inside")  # ...and its stale rows too when killed inside the write
 
         report = index_directory(client, folder, embeddings, progress=False)
-        assert first.split()[1] not in report.indexed and len(report.indexed) == 5  # only the unfinished files
-        stored = client.query(DEFAULT_COLLECTION, filter="", output_fields=["id", "file_hash"], limit=10000)
+        if moment == "between":
+            assert killed not in report.indexed and len(report.indexed) == 5  # only the unfinished files
+        else:
+            assert killed in report.indexed and len(report.indexed) == 6  # stale rows left: not finished
+        stored = client.query(DEFAULT_COLLECTION, filter="", output_fields=fields, limit=10000)
         assert count_rows(client, DEFAULT_COLLECTION) == len(stored) == len(expected)
         assert sorted(r["id"] for r in stored) == sorted(r["id"] for r in expected)  # no duplicates, none missing
         assert {r["file_hash"] for r in stored} == new_hashes  # no stale rows

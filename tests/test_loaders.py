@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import random
+import zipfile
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import pytest
 
@@ -33,6 +36,23 @@ def test_plain_text_title_falls_back_to_file_name(tmp_path):
 def test_gb18030_text_is_decoded(tmp_path):
     text = "中文编码的旧文件，使用 GB18030 保存。"
     assert read_text(write(tmp_path, "legacy.txt", text.encode("gb18030"))) == text
+
+
+def test_gb18030_chinese_paragraph_still_loads(tmp_path):
+    text = (
+        "# 向量数据库\n\nMilvus 是一个开源的向量数据库，用于存储和检索由深度学习模型生成的嵌入向量。"
+        "它支持 HNSW、IVF 等多种索引类型，也支持基于 BM25 的全文检索。检索增强生成（RAG）先从知识库中找到相关段落，"
+        "再把这些段落交给大语言模型生成答案。"
+    )
+    loaded = load_file(write(tmp_path, "旧文件.md", text.encode("gb18030")))
+    assert loaded.text == text and loaded.title == "向量数据库"
+
+
+def test_latin1_text_is_not_decoded_into_chinese_garbage(tmp_path):
+    data = "Müller straße Grüße".encode("latin-1")
+    assert "黮" in data.decode("gb18030")  # what a plain GB18030 fallback would index
+    with pytest.raises(LoadError, match="german.txt: not UTF-8 or GB18030 text; re-save it as UTF-8"):
+        load_file(write(tmp_path, "german.txt", data))
 
 
 def test_undecodable_text_is_an_error(tmp_path):
@@ -114,7 +134,39 @@ def test_html_keeps_visible_text_only_and_reads_the_title(tmp_path):
 
 
 def test_unsupported_type_names_the_supported_ones(tmp_path):
-    with pytest.raises(LoadError, match=r"report.docx: unsupported file type '.docx' .*python-docx"):
-        load_file(write(tmp_path, "report.docx", b"PK\x03\x04 zip"))
-    with pytest.raises(LoadError, match=r"unsupported file type '.csv' \(supported: .md, .txt, .pdf, .html, .htm\)"):
+    with pytest.raises(LoadError, match=r"slides.pptx: unsupported file type '.pptx' \(supported: .*\.pdf.*\.docx\)"):
+        load_file(write(tmp_path, "slides.pptx", b"PK\x03\x04 zip"))
+    with pytest.raises(LoadError, match=r"unsupported file type '.csv' \(supported: .md, .txt, .pdf, .html, .htm, .docx\)"):
         load_file(write(tmp_path, "table.csv", "a,b\n1,2\n"))
+
+
+def make_docx(paragraphs: list[str]) -> bytes:
+    """A minimal .docx: [Content_Types].xml + word/document.xml, one <w:p> per paragraph (runs split in two)."""
+    ns = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    body = "".join(
+        f'<w:p><w:r><w:t xml:space="preserve">{escape(p[:3])}</w:t></w:r><w:r><w:t>{escape(p[3:])}</w:t></w:r></w:p>'
+        for p in paragraphs
+    )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Override PartName="/word/document.xml" ContentType="application/'
+            'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        archive.writestr("word/document.xml", f'<?xml version="1.0"?><w:document xmlns:w="{ns}"><w:body>{body}</w:body></w:document>')
+    return buffer.getvalue()
+
+
+def test_docx_paragraphs_become_lines(tmp_path):
+    loaded = load_file(write(tmp_path, "notes.docx", make_docx(["# HNSW & IVF", "HNSW 是一种图索引。", "", "Runs join."])))
+    assert loaded.text == "# HNSW & IVF\nHNSW 是一种图索引。\nRuns join." and loaded.title == "HNSW & IVF"
+
+
+@pytest.mark.parametrize(
+    "data", [b"PK\x03\x04 zip", b"not a zip at all", make_docx(["ok"]).replace(b"word/document.xml", b"word/other___.xml")]
+)
+def test_corrupt_docx_is_an_error(tmp_path, data):
+    with pytest.raises(LoadError, match="bad.docx: corrupt or unreadable .docx"):
+        load_file(write(tmp_path, "bad.docx", data))
