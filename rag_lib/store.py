@@ -1,8 +1,12 @@
 """The course's one explicit Milvus schema: dense vector + BM25 sparse vector (full-text search) + metadata.
 
-`MILVUS_URI` picks the server (e.g. http://localhost:19530, with MILVUS_TOKEN) for the whole course; without
+`MILVUS_URI` picks a server (e.g. http://localhost:19530, with MILVUS_TOKEN) for the whole course; without
 it each notebook gets its own embedded Milvus Lite database under `<project>/.milvus/`, so two open
-notebooks never fight over Lite's single-process lock.
+notebooks never fight over Lite's single-process lock. On a server, `connect(name)` keeps the same separation
+with one Milvus database per name (`database_name`: "00_quickstart" -> "nb_00_quickstart", created when missing),
+so a notebook that drops and rebuilds its collections never touches another notebook's or the app's data;
+`milvus_uri(name)` names it for other clients (LangChain): http://localhost:19530/nb_00_quickstart.
+`connect(uri=...)` opens exactly that URI. MILVUS_URI is the server address only (no database path).
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +45,20 @@ def lite_path(name: str) -> Path:
     return PROJECT_ROOT / ".milvus" / f"{name}.db"
 
 
+def database_name(name: str) -> str:
+    """A valid Milvus database name for `name`: letters, digits, underscores, not starting with a digit."""
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return cleaned if cleaned[:1].isalpha() or cleaned[:1] == "_" else f"nb_{cleaned}"
+
+
+def server_uri() -> str:
+    """The Milvus server address in MILVUS_URI, e.g. http://localhost:19530 ("" when unset: Milvus Lite)."""
+    return os.environ.get("MILVUS_URI", "").strip().rstrip("/")
+
+
 def milvus_uri(name: str = "rag") -> str:
-    """The URI to open: MILVUS_URI when set (a server, or a Lite path you chose), else `lite_path(name)`."""
-    return os.environ.get("MILVUS_URI", "").strip() or str(lite_path(name))
+    """The URI of database `name`: `<MILVUS_URI>/<database_name(name)>` on a server, else `lite_path(name)`."""
+    return f"{server_uri()}/{database_name(name)}" if server_uri() else str(lite_path(name))
 
 
 def _lock_is_held(db_dir: Path) -> bool:
@@ -59,21 +75,36 @@ def _lock_is_held(db_dir: Path) -> bool:
     return False
 
 
+def server_client(uri: str, token: str, db_name: str) -> MilvusClient:
+    """A client on database `db_name` of the server at `uri`, creating the database first when it is missing."""
+    admin = MilvusClient(uri=uri, token=token)
+    try:
+        if db_name not in admin.list_databases():
+            admin.create_database(db_name)
+    finally:
+        admin.close()
+    return MilvusClient(uri=uri, token=token, db_name=db_name)
+
+
 def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
-    """Open a MilvusClient (server or Lite); a Lite database locked by another process gets a clear error."""
+    """Open a MilvusClient: Lite `.milvus/<name>.db`, or database `database_name(name)` on the MILVUS_URI server;
+    an explicit `uri` is opened as it is. A Lite database locked by another process gets a clear error."""
+    token = os.environ.get("MILVUS_TOKEN", "")
+    if uri is None and server_uri():
+        return server_client(server_uri(), token, database_name(name))
     uri = uri or milvus_uri(name)
     is_local = "://" not in uri
     quiet_jieba()  # Lite tokenises in-process with jieba, which logs its dictionary loading to stderr
     if is_local:
         Path(uri).parent.mkdir(parents=True, exist_ok=True)
     try:
-        return MilvusClient(uri=uri, token=os.environ.get("MILVUS_TOKEN", ""))
+        return MilvusClient(uri=uri, token=token)
     except ConnectionConfigException as error:
         if is_local and _lock_is_held(Path(uri)):
             raise MilvusLockedError(
                 f"the Milvus Lite database {uri} is open in another process (Lite allows one process at a time). "
-                "Close that process or notebook kernel (Kernel > Shut Down), use another path in MILVUS_URI, "
-                "or run a Milvus server (docker compose up -d; MILVUS_URI=http://localhost:19530)."
+                "Close that process or notebook kernel (Kernel > Shut Down), or run a Milvus server that many "
+                "processes can share (docker compose up -d; MILVUS_URI=http://localhost:19530)."
             ) from error
         raise
 
