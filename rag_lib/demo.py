@@ -48,13 +48,15 @@ def print_sources(state: dict, out=sys.stdout) -> None:
 
 
 def main() -> None:
+    """Open the chat model, index data/docs, then answer the quickstart questions."""
+    chat = get_chat_model()  # first: a half-configured provider fails now, not after minutes of embedding
     client = connect("rag")
     embeddings = get_embeddings()
     report = index_directory(client, DOCS, embeddings)
     print(f"index: {report.summary()} -> {count_rows(client, DEFAULT_COLLECTION)} chunks in {DEFAULT_COLLECTION}")
     for path, error in report.errors.items():
         print(f"  skipped {path}: {error}")
-    graph = build_rag_graph(Retriever(client=client, embeddings=embeddings, k=3, min_similarity=default_min_similarity()), get_chat_model())
+    graph = build_rag_graph(Retriever(client=client, embeddings=embeddings, k=3, min_similarity=default_min_similarity()), chat)
     for question in quickstart_questions():
         print(f"\nQ: {question}\nA: ", end="", flush=True)
         state = stream_answer(graph, question)

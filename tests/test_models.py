@@ -73,6 +73,21 @@ def test_gguf_path_is_used(offline_env, tmp_path):
     assert chat_settings() == chat_settings().__class__("gguf", model=str(model))
 
 
+def test_demo_fails_on_half_configured_chat_before_indexing(offline_env):
+    from rag_lib import demo, models
+
+    offline_env.setenv("RAG_LLM_API_KEY", "sk-test")  # a key without RAG_LLM_MODEL
+    # get_chat_model caches one model per process: use the uncached function so this env is really resolved.
+    offline_env.setattr(demo, "get_chat_model", models.get_chat_model.__wrapped__)
+    calls: list[str] = []  # fakes that record what the demo reached (no database, no embedding model)
+    offline_env.setattr(demo, "connect", lambda *args, **kwargs: calls.append("connect"))
+    offline_env.setattr(demo, "get_embeddings", lambda: calls.append("get_embeddings"))
+    offline_env.setattr(demo, "index_directory", lambda *args, **kwargs: calls.append("index_directory"))
+    with pytest.raises(ConfigError, match="RAG_LLM_MODEL"):
+        demo.main()
+    assert calls == []
+
+
 def test_embeddings_are_normalised_and_prefixed(embeddings):
     query, passage = embeddings.embed_query("什么是 HNSW？"), embeddings.embed_documents(["什么是 HNSW？"])[0]
     assert len(query) == 384 and abs(sum(v * v for v in query) - 1.0) < 1e-3
