@@ -27,8 +27,8 @@ demo: setup  ## index data/docs into Milvus Lite and answer three questions, str
 	$(PY) -m rag_lib.demo
 
 # Debian's headless Chromium and its matching driver, for tests/test_browser.py. apt-get runs only when one of the
-# two is missing (sudo only when not root); no browser is downloaded by Selenium.
-SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+# two is missing (as root, or with `sudo -n`: never waits for a password); no browser is downloaded by Selenium.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
 BROWSER_PACKAGES := chromium chromium-driver
 
 browser:  ## /usr/bin/chromium + /usr/bin/chromedriver (Debian packages) for the browser test
@@ -36,8 +36,10 @@ browser:  ## /usr/bin/chromium + /usr/bin/chromedriver (Debian packages) for the
 		echo "chromium and chromedriver are installed"; \
 	else \
 		echo "installing $(BROWSER_PACKAGES) with apt-get"; \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
-		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BROWSER_PACKAGES); \
+		{ $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
+		  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(BROWSER_PACKAGES); } || \
+		{ echo "could not install $(BROWSER_PACKAGES): run as root, or install them yourself" \
+		       "(sudo apt-get install $(BROWSER_PACKAGES))" >&2; exit 1; }; \
 	fi
 
 test: setup browser  ## unit tests, the browser test + every notebook under pytest --nbval

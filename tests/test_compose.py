@@ -44,7 +44,11 @@ def test_milvus_ports_and_dependencies(services: dict) -> None:
     standalone = services["standalone"]
     assert "19530:19530" in standalone["ports"]
     assert "9091:9091" in standalone["ports"]
-    assert {"etcd", "minio"} <= set(standalone["depends_on"])
+    # Milvus fails at start when etcd or MinIO is not serving yet: wait for their health checks, not their start.
+    assert standalone["depends_on"] == {
+        "etcd": {"condition": "service_healthy"},
+        "minio": {"condition": "service_healthy"},
+    }
     assert standalone["environment"]["ETCD_ENDPOINTS"] == "etcd:2379"
     assert standalone["environment"]["MINIO_ADDRESS"] == "minio:9000"
 
