@@ -161,9 +161,13 @@ def multi_query_search(
     return union_search(search, queries, k)
 
 
-def decomposed_search(llm: BaseChatModel, search: Search, question: str, n: int = 3, k: int | None = None) -> list[Hit]:
-    """Search each sub-question of `decompose` and unite the hits, so every part of the question gets passages."""
-    return union_search(search, [question, *decompose(llm, question, n)], k)
+def decomposed_search(
+    llm: BaseChatModel, search: Search, question: str, n: int = 3, k: int | None = None
+) -> tuple[list[str], list[Hit]]:
+    """Search the question and each sub-question of `decompose`, and unite the hits, so every part of the question
+    gets passages; returns the sub-questions too (they show what was searched)."""
+    parts = decompose(llm, question, n)
+    return parts, union_search(search, [question, *parts], k)
 
 
 @dataclass

@@ -124,6 +124,14 @@ def fake_search(log: list[str]):
     return search
 
 
+def test_decomposed_search_searches_the_question_and_each_part():
+    llm = ScriptedChatModel(replies=[{"questions": ["What is nlist?", "What is nprobe?"]}])
+    queries: list[str] = []
+    parts, hits = advanced.decomposed_search(llm, fake_search(queries), "What are nlist and nprobe?", k=2)
+    assert parts == ["What is nlist?", "What is nprobe?"]
+    assert queries == ["What are nlist and nprobe?", *parts] and len(hits) == 2
+
+
 def test_multi_step_is_bounded_when_the_judge_always_finds_something_missing():
     llm = ScriptedChatModel(replies=[{"missing": "part B", "next_query": f"hop {i}"} for i in range(10)])
     queries: list[str] = []

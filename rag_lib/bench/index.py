@@ -314,6 +314,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--single", type=int, default=None,
                         help="queries also timed one per call (default 20, --quick 5)")
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS), help="what to run")
+    parser.add_argument("--out", default=None, help="results name under bench_results/ (default index, index_quick)")
     args = parser.parse_args(argv)
     args.synthetic_n = args.synthetic_n or (2000 if args.quick else 20000)
     args.queries = args.queries or (20 if args.quick else 100)
@@ -395,7 +396,7 @@ def main(argv: list[str]) -> None:
     results["total_s"] = time.perf_counter() - started
     results["loadavg_end"] = os.getloadavg()  # the machine is shared: high load inflates wall-clock numbers
     print(f"\ntotal {results['total_s']:.0f} s")
-    print("wrote", write_results("index_quick" if args.quick else "index", results))
+    print("wrote", write_results(args.out or ("index_quick" if args.quick else "index"), results))
 
 
 if __name__ == "__main__":
