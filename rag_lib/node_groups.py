@@ -35,6 +35,7 @@ from pymilvus import MilvusClient
 from tqdm.auto import tqdm
 
 from rag_lib.advanced import OUTPUT_FIELDS, search_by_vector, structured
+from rag_lib.evaluation import context_recall
 from rag_lib.index import list_files, source_name
 from rag_lib.loaders import LOADERS, LoadError, load_file
 from rag_lib.store import PROJECT_ROOT, chunk_id, ensure_collection, quote
@@ -44,6 +45,7 @@ DEFAULT_OUT = PROJECT_ROOT / "data" / "derived" / "node_groups.json"
 GROUP_COLLECTION = "node_groups"
 GROUP_FIELDS = [*OUTPUT_FIELDS, "kind", "level"]
 MAX_TOKENS = 600  # fits the longest output the schema's length limits allow, so the JSON is never cut off
+GROUNDED_MIN = 0.7  # share of an answer's character pairs that must occur in its source (see `grounded`)
 MAX_CHARS = 3200  # the longest data/docs file is ~3,200 characters; longer texts are cut (prompt cost on CPU)
 # Text first, instructions after, in the text's language: the 1.5B model then answers in that language
 # (an English instruction before a Chinese text gave English rows, and "summary: 1-2 sentences" was copied).
@@ -185,11 +187,33 @@ def precompute(
     return groups
 
 
-def group_rows(group: NodeGroup | dict, source: str, parent_id: str, level: str, title: str = "") -> list[dict]:
-    """The searchable rows of one group (no vectors yet): one summary, one keywords, one per QA pair."""
+def grounded(answer: str, text: str) -> bool:
+    """Whether an LLM-written answer comes from `text` (case and spaces ignored): a short answer must occur in it
+    as is, a longer one must share at least GROUNDED_MIN of its character pairs with it. The 1.5B model invents some
+    QA pairs ("What is the capital of France?" for the LLM-as-a-judge document); their rows are not indexed."""
+
+    def squeeze(s: str) -> str:
+        return "".join(s.lower().split())
+
+    def pairs(s: str) -> set[str]:
+        return {s[i : i + 2] for i in range(len(s) - 1)}
+
+    if not answer.strip():
+        return False
+    if len(squeeze(answer)) <= 12:  # a few character pairs occur anywhere ("paris" in "comparison"): whole words
+        return context_recall([text], answer) == 1.0
+    wanted = pairs(squeeze(answer))
+    return len(wanted & pairs(squeeze(text))) / len(wanted) >= GROUNDED_MIN
+
+
+def group_rows(
+    group: NodeGroup | dict, source: str, parent_id: str, level: str, title: str = "", text: str | None = None
+) -> list[dict]:
+    """The searchable rows of one group (no vectors yet): one summary, one keywords, one per QA pair; given the
+    source `text`, only the QA pairs whose answer is `grounded` in it."""
     group = group if isinstance(group, NodeGroup) else NodeGroup.model_validate(group)
     texts = [("summary", group.summary), ("keywords", ", ".join(group.keywords))]
-    texts += [("qa", f"{qa.question}\n{qa.answer}") for qa in group.qa_pairs]
+    texts += [("qa", f"{qa.question}\n{qa.answer}") for qa in group.qa_pairs if text is None or grounded(qa.answer, text)]
     texts = list(dict.fromkeys((kind, text.strip()) for kind, text in texts if text.strip()))  # one row per text
     return [
         {
@@ -202,10 +226,10 @@ def group_rows(group: NodeGroup | dict, source: str, parent_id: str, level: str,
 
 
 def document_rows(groups: dict[str, Any]) -> list[dict]:
-    """Rows for every document-level group of a precomputed file."""
+    """Rows for every document-level group of a precomputed file, QA pairs checked against the document."""
     return [
         row for source, entry in groups["documents"].items()
-        for row in group_rows(entry, source, document_id(source), "document")
+        for row in group_rows(entry, source, document_id(source), "document", text=load_file(PROJECT_ROOT / source).text)
     ]
 
 

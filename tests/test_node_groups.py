@@ -21,7 +21,7 @@ GROUPS = {  # hand-written groups of the three DOCS, as the LLM would return the
     "bm25.md": {"summary": "The BM25 ranking function for keyword search.", "keywords": ["BM25", "k1", "b"],
                 "qa_pairs": [{"question": "Why are long documents penalised in keyword ranking?", "answer": "they repeat words by chance"}] * 3},
     "ivf_zh.txt": {"summary": "IVF 索引用聚类加速向量搜索。", "keywords": ["IVF", "nlist", "nprobe"],
-                   "qa_pairs": [{"question": "nprobe 调大会怎样？", "answer": "召回更高、速度更慢"}] * 3},
+                   "qa_pairs": [{"question": "nprobe 调大会怎样？", "answer": "召回越高、速度越慢"}] * 3},
 }
 
 
@@ -32,7 +32,7 @@ def reply_for(text: str) -> dict:
 def test_derive_group_parses_the_structured_reply_in_the_texts_language():
     llm = ScriptedChatModel(replies=[GROUPS["ivf_zh.txt"]])
     group = ng.derive_group(llm, DOCS["ivf_zh.txt"])
-    assert group.keywords == ["IVF", "nlist", "nprobe"] and group.qa_pairs[0].answer == "召回更高、速度更慢"
+    assert group.keywords == ["IVF", "nlist", "nprobe"] and group.qa_pairs[0].answer == "召回越高、速度越慢"
     prompt, max_tokens = llm.calls[0]
     assert prompt.startswith("IVF 索引") and "全部用中文填写" in prompt and max_tokens == ng.MAX_TOKENS
     assert "in English" in ng.group_prompt(DOCS["hnsw.md"])
@@ -42,6 +42,18 @@ def test_a_reply_outside_the_schema_is_rejected():
     one_pair = {**GROUPS["hnsw.md"], "qa_pairs": GROUPS["hnsw.md"]["qa_pairs"][:1]}
     with pytest.raises(ValidationError):
         ng.derive_group(ScriptedChatModel(replies=[one_pair]), DOCS["hnsw.md"])
+
+
+def test_answers_not_taken_from_the_source_are_dropped():
+    text = DOCS["hnsw.md"]
+    assert ng.grounded("M = 16", text) and ng.grounded("milvus uses m=16", text)  # case and spaces ignored
+    assert not ng.grounded("H2O", text) and not ng.grounded("", text)
+    assert not ng.grounded("Paris", "pairwise comparison of two answers")  # short answers match whole words
+    invented = {**GROUPS["hnsw.md"], "qa_pairs": [{"question": "What is the chemical formula for water?", "answer": "H2O"},
+                                                  *GROUPS["hnsw.md"]["qa_pairs"][:2]]}
+    rows = ng.group_rows(invented, "docs/hnsw.md", "p", "document", text=text)
+    assert [r["kind"] for r in rows] == ["summary", "keywords", "qa"] and "water" not in rows[2]["text"]
+    assert len(ng.group_rows(invented, "docs/hnsw.md", "p", "document")) == 4  # without the text nothing is checked
 
 
 def test_group_rows_one_row_per_view_pointing_at_the_parent():
