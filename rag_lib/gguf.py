@@ -56,12 +56,22 @@ def sha256_of(path: Path) -> str:
 
 
 def _stamp_path(model: Path) -> Path:
+    """Where the record of a successful hash check of `model` lives."""
     return model.with_suffix(model.suffix + ".verified.json")
 
 
 def _file_signature(path: Path) -> dict[str, int]:
+    """Size and modification time: a file that still has them has not changed since it was hashed."""
     st = path.stat()
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _write_stamp(model: Path, sha256: str) -> None:
+    """Record that `model`, as it is now, hashes to `sha256`; atomically, as several processes may check at once."""
+    stamp = _stamp_path(model)
+    partial = stamp.with_name(f"{stamp.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps({**_file_signature(model), "sha256": sha256}))
+    os.replace(partial, stamp)
 
 
 def is_verified(model: Path, expected_sha256: str) -> bool:
@@ -71,12 +81,15 @@ def is_verified(model: Path, expected_sha256: str) -> bool:
     stamp = _stamp_path(model)
     signature = _file_signature(model)
     if stamp.is_file():
-        recorded = json.loads(stamp.read_text())
+        try:
+            recorded = json.loads(stamp.read_text())
+        except ValueError:  # unreadable (e.g. written by an older version while another process read it): re-hash
+            recorded = None
         if recorded == {**signature, "sha256": expected_sha256}:
             return True
     if sha256_of(model) != expected_sha256:
         return False
-    stamp.write_text(json.dumps({**signature, "sha256": expected_sha256}))
+    _write_stamp(model, expected_sha256)
     return True
 
 
@@ -111,7 +124,7 @@ def assemble(parts: list[Path], target: Path, expected_sha256: str, expected_siz
         )
     os.chmod(partial, 0o644)  # NamedTemporaryFile makes it private (0600); the model file was world-readable
     os.replace(partial, target)
-    _stamp_path(target).write_text(json.dumps({**_file_signature(target), "sha256": expected_sha256}))
+    _write_stamp(target, expected_sha256)
     return target
 
 

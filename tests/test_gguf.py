@@ -73,6 +73,18 @@ def test_corrupted_file_is_detected_even_with_same_size(parts, tmp_path):
     assert not gguf.is_verified(target, sha)
 
 
+def test_an_unreadable_stamp_means_hash_again(parts, tmp_path, monkeypatch):
+    paths, sha, _ = parts
+    target = gguf.assemble(paths, tmp_path / "m.gguf", sha)
+    stamp = gguf._stamp_path(target)
+    stamp.write_text('{"size": 3')  # cut off mid-write
+    hashed = []
+    monkeypatch.setattr(gguf, "sha256_of", lambda path: hashed.append(path) or sha)
+    assert gguf.is_verified(target, sha) and hashed == [target]  # re-hashed, not trusted, not crashed
+    assert gguf.is_verified(target, sha) and hashed == [target]  # the rewritten stamp is trusted again
+    assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
+
+
 def test_partial_file_is_detected(parts, tmp_path):
     paths, sha, whole = parts
     target = gguf.assemble(paths, tmp_path / "m.gguf", sha)
