@@ -1,5 +1,5 @@
-"""CMRC 2018 (SQuAD-format Chinese reading comprehension) loader for benchmarks; the data is read from
-`../shared/data/cmrc2018/` or $CMRC_PATH and never copied into the project (CC BY-SA 4.0)."""
+"""CMRC 2018 (SQuAD-format Chinese reading comprehension) loader for benchmarks. The trial split ships in
+`data/cmrc2018/` under its own licence (CC BY-SA 4.0, see the README there); $CMRC_PATH points at another copy."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rag_lib.store import PROJECT_ROOT
 
-DEFAULT_PATH = PROJECT_ROOT.parent / "shared" / "data" / "cmrc2018" / "cmrc2018_trial.json"
+DEFAULT_PATH = PROJECT_ROOT / "data" / "cmrc2018" / "cmrc2018_trial.json"
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Dataset:
 
 
 def cmrc_path(path: str | Path | None = None) -> Path:
-    """The CMRC json: the argument, else $CMRC_PATH, else the shared trial split; a clear error if absent."""
+    """The CMRC json: the argument, else $CMRC_PATH, else the trial split in data/; a clear error if absent."""
     resolved = Path(path or os.environ.get("CMRC_PATH") or DEFAULT_PATH)
     if not resolved.is_file():
         raise FileNotFoundError(

@@ -11,8 +11,8 @@ Two parts, both written to bench_results/answers.json (a part that is not re-run
   LLM calls). Per question: EM/F1, answer contains a gold answer, evidence found (a gold answer in the context
   given to the generator), LLM calls, tokens, seconds, and the error if the pipeline raised (recorded, scored 0,
   the run goes on). Summary per pipeline: means, medians and cost ratios to plain RAG.
-The CMRC file is read from --cmrc, $CMRC_PATH or <project>/../shared/data/cmrc2018/cmrc2018_trial.json and
-never copied into the project.
+The CMRC file is read from --cmrc, $CMRC_PATH or <project>/data/cmrc2018/cmrc2018_trial.json and
+shipped in the project under its own licence (CC BY-SA 4.0).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
+from rag_lib.cmrc import DEFAULT_PATH as CMRC_DEFAULT_PATH
 from rag_lib.evaluation import exact_match, f1
 from rag_lib.graphs.crag import PassageAnswer, build_crag_graph, grade_with_llm, occurs_in
 from rag_lib.graphs.judge import build_judge_graph, fold
@@ -51,7 +52,6 @@ from rag_lib.text import detect_language
 from rag_lib.websearch import OfflineWebSearch
 
 DATA = PROJECT_ROOT / "data"
-DEFAULT_CMRC = PROJECT_ROOT.parent / "shared" / "data" / "cmrc2018" / "cmrc2018_trial.json"
 NAIVE_SYSTEM = "You grade retrieved passages."
 METRICS = ("em", "f1", "contains", "evidence", "llm_calls", "prompt_tokens", "completion_tokens", "s")
 PIPELINES = ("llm_only", "plain", "crag", "judge")
@@ -368,7 +368,7 @@ def rescore_cmrc(cmrc: dict, path: Path) -> dict:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m rag_lib.bench answers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cmrc", type=Path, default=Path(os.environ.get("CMRC_PATH") or DEFAULT_CMRC))
+    parser.add_argument("--cmrc", type=Path, default=Path(os.environ.get("CMRC_PATH") or CMRC_DEFAULT_PATH))
     parser.add_argument("--n", type=int, default=20, help="CMRC questions in the sample")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", nargs="+", choices=["grader", "cmrc"], default=["grader", "cmrc"])

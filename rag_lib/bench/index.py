@@ -41,6 +41,7 @@ from rag_lib.ann import (
     unit_vectors,
 )
 from rag_lib.bench import format_table, percentile, timed, write_results
+from rag_lib.cmrc import DEFAULT_PATH as CMRC_DEFAULT_PATH
 from rag_lib.demo import DOCS
 from rag_lib.gguf import cache_dir
 from rag_lib.index import chunk_rows, embed_rows, list_files, read_text, split_text, write_file
@@ -50,7 +51,6 @@ from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_coll
 K = 10
 BATCH = 25  # queries per call for the recall pass (its per-query time is the "batched" latency)
 MIN_CALLS = 20  # a latency median is taken over at least this many calls (passes are repeated if needed)
-DEFAULT_CMRC = PROJECT_ROOT.parent / "shared" / "data" / "cmrc2018" / "cmrc2018_trial.json"
 SECTIONS = ("docs", "cmrc", "synthetic")
 
 
@@ -306,7 +306,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m rag_lib.bench index", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny data and grids (a smoke test, ~1-2 min)")
-    parser.add_argument("--cmrc", type=Path, default=Path(os.environ.get("CMRC_PATH") or DEFAULT_CMRC),
+    parser.add_argument("--cmrc", type=Path, default=Path(os.environ.get("CMRC_PATH") or CMRC_DEFAULT_PATH),
                         help="CMRC 2018 trial JSON (SQuAD format); env CMRC_PATH")
     parser.add_argument("--synthetic-n", type=int, default=None,
                         help="random unit vectors in the synthetic set (default 20000, --quick 2000)")

@@ -160,7 +160,7 @@ def batched_latency(batches: dict[str, BatchSearch], questions: list, size: int 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m rag_lib.bench retrieval", description=__doc__)
-    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: ../shared or $CMRC_PATH)")
+    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: data/cmrc2018 or $CMRC_PATH)")
     parser.add_argument("--n", type=int, default=0, help="questions to run (0 = all); a seeded sample")
     parser.add_argument("--out", default="retrieval", help="results name under bench_results/")
     args = parser.parse_args(argv)
