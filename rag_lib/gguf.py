@@ -28,8 +28,19 @@ class ModelFileError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """Folder for assembled models and other large artifacts (env RAG_CACHE_DIR, default ~/.cache/rag_lib)."""
-    return Path(os.environ.get("RAG_CACHE_DIR") or Path.home() / ".cache" / "rag_lib")
+    """Folder for assembled models and other large artifacts (env RAG_CACHE_DIR, default ~/.cache/rag_lib), created
+    when missing; a path that cannot be a folder (a file, no permission) is a ConfigError naming RAG_CACHE_DIR."""
+    from rag_lib.models import ConfigError  # imported here: rag_lib.models imports this module
+
+    folder = Path(os.environ.get("RAG_CACHE_DIR") or Path.home() / ".cache" / "rag_lib")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(
+            f"the cache folder {folder} cannot be used ({error.strerror}): set RAG_CACHE_DIR to a folder you can "
+            "write to (or unset it for ~/.cache/rag_lib)."
+        ) from None
+    return folder
 
 
 def part_paths() -> list[Path]:

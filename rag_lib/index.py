@@ -4,13 +4,17 @@ Re-running on unchanged files writes nothing (they are recognised by `file_hash`
 chunker settings, before any parsing or chunking); a changed file replaces its old chunks; a deleted file's
 chunks are removed. New rows are written before stale ones are deleted, so an interrupted run never
 loses data, and a file counts as done only when all its `chunk_count` rows are present. A file that cannot be
-read (see `rag_lib.loaders`) is listed in `IndexReport.errors` and keeps whatever was indexed for it before.
+read (see `rag_lib.loaders`) is listed in `IndexReport.errors` and keeps whatever was indexed for it before; so is
+a file whose name the index cannot store (not UTF-8, control characters, too long) and a link that leads out of
+the folder (its target would be indexed without anyone choosing it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +26,9 @@ from tqdm.auto import tqdm
 from rag_lib.chunking import Chunker
 from rag_lib.chunking import recursive_split as split_text
 from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes, read_text
-from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, chunk_id, count_rows, ensure_collection, quote
+from rag_lib.store import (
+    DEFAULT_COLLECTION, PROJECT_ROOT, SOURCE_MAX_LENGTH, chunk_id, count_rows, ensure_collection, quote,
+)
 from rag_lib.text import detect_language
 
 # split_text (the default chunker), read_text and LoadError are re-exported: demo, bench and notebooks import them here.
@@ -67,6 +73,34 @@ def source_name(path: Path) -> str:
     resolved, its own name kept: a link is listed (and a broken one reported) under the name it has in the folder."""
     path = path.parent.resolve() / path.name
     return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+def shown_name(name: str) -> str:
+    """A file name safe to print: undecodable bytes as \\xNN, control characters escaped (a newline as \\n)."""
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return "".join(repr(ch)[1:-1] if unicodedata.category(ch) == "Cc" else ch for ch in text)
+
+
+def check_source(source: str) -> None:
+    """Raise LoadError for a name the index cannot store and match: not UTF-8, control characters, too long."""
+    shown = shown_name(source)
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LoadError(f"{shown}: a file or folder name is not valid UTF-8 (Milvus stores UTF-8); rename it") from None
+    if any(unicodedata.category(ch) == "Cc" for ch in source):
+        raise LoadError(f"{shown}: a file or folder name has control characters (a line break or tab?); rename it")
+    if len(source) > SOURCE_MAX_LENGTH:
+        raise LoadError(
+            f"{shown}: the path is {len(source)} characters, over the {SOURCE_MAX_LENGTH} the index stores; "
+            "move the file to a shorter path"
+        )
+
+
+def check_inside(path: Path, folder: Path) -> None:
+    """Raise LoadError for a link that leads out of `folder` (to /etc/passwd, another project, a linked folder)."""
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise LoadError(f"{path.name}: points outside {folder}: copy the file in instead")
 
 
 def file_hash(data: bytes, chunker: Chunker) -> str:
@@ -135,12 +169,15 @@ def write_file(client: MilvusClient, collection: str, rows: list[dict]) -> None:
 
 
 def list_files(folder: Path) -> list[Path]:
-    """Every file below `folder` (any type: unsupported ones are reported), sorted; hidden files and folders skipped."""
+    """Every file below `folder` (any type: unsupported ones are reported), sorted; hidden files and folders skipped.
+    A link to a folder outside is listed too, to be reported; one to a folder inside adds nothing (not followed)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder: pass the folder that holds your documents")
+    root = folder.resolve()
     return sorted(
         p for p in folder.rglob("*")
-        if not p.is_dir() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+        if (not p.is_dir() or not p.resolve().is_relative_to(root))
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )
 
 
@@ -175,6 +212,8 @@ def index_directory(
     for path in files:
         source = source_name(path)
         try:
+            check_source(source)
+            check_inside(path, folder)
             check_supported(path)  # before reading: an unsupported file's reason is its type, not its size
             data = read_bytes(path)
             version = file_hash(data, chunker)
@@ -184,7 +223,7 @@ def index_directory(
                 continue
             pending.append(chunk_rows(path, chunker, embeddings, data))
         except (LoadError, OSError) as error:
-            report.errors[source] = str(error)
+            report.errors[shown_name(source)] = str(error)
 
     with tqdm(total=sum(len(r) for r in pending), desc="embedding chunks", unit="chunk", disable=not progress) as bar:
         for rows in pending:

@@ -2,11 +2,13 @@
 (the standard library's zipfile + ElementTree: a .docx is a zip of XML files).
 
 Every problem becomes a `LoadError` whose message names the file and the fix, so an indexing run can list the
-bad files and carry on. Files above RAG_MAX_FILE_MB (default 5) are refused before they are read.
+bad files and carry on. Files above RAG_MAX_FILE_MB (default 5) are refused before they are read, and a .docx
+whose text would unpack to more than that is refused before it is unpacked.
 """
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -31,6 +33,9 @@ HEADINGS = {f"h{level}": "#" * level for level in range(1, 7)}
 # decode is accepted only when at least this share of its letters are CJK ideographs.
 MIN_CJK_SHARE = 0.3
 WORD_NS = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+# BOM-less UTF-16 is recognised when at least this share of its byte pairs are an ASCII character and a NUL byte,
+# the NULs always on the same side; text in other scripts without a byte-order mark cannot be told from binary cheaply.
+MIN_UTF16_ASCII_SHARE = 0.25
 
 
 class LoadError(ValueError):
@@ -85,14 +90,37 @@ def decode_gb18030(data: bytes, name: str) -> str:
     return text
 
 
+def utf16_encoding(data: bytes) -> str | None:
+    """The UTF-16 codec for `data`: "utf-16" with a byte-order mark (Windows Notepad's "Unicode"), "utf-16-le" /
+    "utf-16-be" for BOM-less UTF-16 of mostly ASCII characters (see MIN_UTF16_ASCII_SHARE); None otherwise."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    head = data[:8192]
+    if len(data) % 2 or not head:
+        return None
+    for encoding, low, high in (("utf-16-le", head[0::2], head[1::2]), ("utf-16-be", head[1::2], head[0::2])):
+        ascii_pairs = sum(h == 0 and (32 <= b < 127 or b in (9, 10, 13)) for b, h in zip(low, high))
+        if 0 not in low and ascii_pairs >= MIN_UTF16_ASCII_SHARE * len(high):
+            return encoding
+    return None
+
+
 def decode_text(data: bytes, name: str) -> str:
-    """UTF-8 (with or without BOM), else GB18030 for legacy Chinese files; binary content is rejected."""
-    if b"\x00" in data[:8192]:
+    """UTF-8 (with or without BOM), UTF-16 (see `utf16_encoding`), else GB18030 for legacy Chinese files; binary
+    content is rejected."""
+    encoding = utf16_encoding(data)
+    if encoding:
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            raise LoadError(f"{name}: broken UTF-16 text (cut short?); re-save it as UTF-8") from None
+    elif b"\x00" in data[:8192]:
         raise LoadError(f"{name}: binary content, not text (wrong extension?)")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        text = decode_gb18030(data, name)
+    else:
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            text = decode_gb18030(data, name)
     controls = sum(1 for ch in text if ch not in "\t\n\r\f" and unicodedata.category(ch) == "Cc")
     if controls > len(text) / 100:  # bytes that happened to decode, but are not prose
         raise LoadError(f"{name}: binary content, not text (wrong extension?)")
@@ -124,6 +152,8 @@ def load_pdf(data: bytes, path: Path) -> LoadedFile:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             raise LoadError(f"{path.name}: encrypted PDF; save an unprotected copy")
+        if len(reader.pages) == 0:
+            raise LoadError(f"{path.name}: PDF has no pages; export it again from the program that made it")
         pages = [page.extract_text() or "" for page in reader.pages]
         meta_title = (reader.metadata.title if reader.metadata else None) or ""
     except LoadError:
@@ -157,9 +187,11 @@ def load_html(data: bytes, path: Path) -> LoadedFile:
 
 
 def load_docx(data: bytes, path: Path) -> LoadedFile:
-    """Word .docx: the paragraphs of word/document.xml, one per line; title from the first `# ` line, else the name."""
+    """Word .docx: the paragraphs of word/document.xml, one per line; title from the first `# ` line, else the name.
+    The size limit applies to document.xml as unpacked (its size in the zip directory, which bounds the read)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            check_unpacked_size(archive.getinfo("word/document.xml").file_size, path)
             body = ElementTree.fromstring(archive.read("word/document.xml"))
     except (zipfile.BadZipFile, KeyError, ElementTree.ParseError) as error:
         raise LoadError(
@@ -170,6 +202,16 @@ def load_docx(data: bytes, path: Path) -> LoadedFile:
     if not text:
         raise LoadError(f"{path.name}: .docx has no text")
     return LoadedFile(text, title_of(text, path))
+
+
+def check_unpacked_size(size: int, path: Path) -> None:
+    """Refuse a zipped part that would unpack beyond the size limit (a zip bomb packs a huge text in a small file)."""
+    limit = max_file_bytes()
+    if size > limit:
+        raise LoadError(
+            f"{path.name}: its text unpacks to {size / 2**20:.1f} MB, over the {limit / 2**20:g} MB limit; split the "
+            f"document or raise the limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}"
+        )
 
 
 LOADERS: dict[str, Callable[[bytes, Path], LoadedFile]] = {

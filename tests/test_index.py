@@ -250,3 +250,73 @@ def test_killed_run_is_repaired_by_the_next_run(tmp_path, embeddings, moment):
         assert {r["file_hash"] for r in stored} == new_hashes  # no stale rows
     finally:
         client.close()
+
+
+# ------------------------------------------------------------------ names the index cannot store, links out
+
+
+def test_odd_file_names_are_reported_and_the_rest_indexed_run_after_run(milvus, embeddings, corpus):
+    """Names Milvus cannot store or match (not UTF-8, control characters, too long) are bad files like any other;
+    names that are merely odd (quotes, backslashes, spaces) index and are recognised on the next run."""
+    (corpus / "line\nbreak.md").write_text(EN, encoding="utf-8")
+    (corpus / "tab\there.txt").write_text(EN, encoding="utf-8")
+    (corpus / "sub\ndir").mkdir()
+    (corpus / "sub\ndir" / "inner.md").write_text(EN, encoding="utf-8")
+    with open(os.path.join(os.fsencode(corpus), b"caf\xe9.md"), "wb") as f:  # a Latin-1 name, as old archives have
+        f.write(EN.encode())
+    deep = corpus.joinpath(*["d" * 200] * 5)
+    deep.mkdir(parents=True)
+    (deep / "deep.md").write_text(EN, encoding="utf-8")
+    (corpus / 'say "hi" \\ o\'k.md').write_text("Quotes and backslashes in a name are fine. " * 3, encoding="utf-8")
+
+    first = index_directory(milvus, corpus, embeddings, progress=False)
+    reasons = {Path(s).name: e for s, e in first.errors.items()}
+    assert set(reasons) == {"line\\nbreak.md", "tab\\there.txt", "inner.md", "caf\\xe9.md", "deep.md"}
+    assert "control characters" in reasons["line\\nbreak.md"] and "rename it" in reasons["tab\\there.txt"]
+    assert "not valid UTF-8" in reasons["caf\\xe9.md"] and "over the 1024" in reasons["deep.md"]
+    assert sorted(Path(s).name for s in first.indexed) == ['langgraph.txt', 'milvus.md', 'say "hi" \\ o\'k.md']
+    print(first.files())  # the report prints (no surrogates left in it)
+    rows = rows_per_source(milvus)
+
+    second = index_directory(milvus, corpus, embeddings, progress=False)
+    assert second.indexed == [] and second.removed == [] and len(second.skipped) == 3
+    assert second.errors == first.errors and rows_per_source(milvus) == rows
+
+
+def test_rows_stored_under_an_odd_name_are_matched_exactly(milvus, embeddings, corpus):
+    """Rows whose source holds a line break, quotes or backslashes (written before such names were refused) are
+    found and removed like any other: no filter built from a name can fail to parse."""
+    index_directory(milvus, corpus, embeddings, progress=False)
+    good = rows_per_source(milvus)
+    template = milvus.query(DEFAULT_COLLECTION, filter="chunk_index == 0", output_fields=["*"], limit=1)[0]
+    del template["sparse"]  # made by Milvus from the text
+    prefix = str(next(iter(good))).rsplit("/", 1)[0]
+    odd = [f'{prefix}/line\nbreak.md', f'{prefix}/quote" or source != ".md', f'{prefix}/back\\slash\r\t.md']
+    milvus.upsert(DEFAULT_COLLECTION, [template | {"id": f"odd{i}", "source": s} for i, s in enumerate(odd)])
+
+    report = index_directory(milvus, corpus, embeddings, progress=False)
+    assert sorted(report.removed) == sorted(odd) and report.errors == {} and len(report.skipped) == 2
+    assert rows_per_source(milvus) == good  # the odd rows went, nothing else was touched
+
+
+def test_links_out_of_the_folder_are_reported_not_indexed(milvus, embeddings, corpus, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\nThe outside file must not be indexed. " * 3, encoding="utf-8")
+    (corpus / "passwd.txt").symlink_to("/etc/passwd")
+    (corpus / "secret.md").symlink_to(outside / "secret.md")
+    (corpus / "linked").symlink_to(outside, target_is_directory=True)
+    (corpus / "up.md").symlink_to("../outside/secret.md")  # relative, through ..
+    (corpus / "alias.txt").symlink_to(corpus / "langgraph.txt")  # inside the folder: fine
+    (corpus / "sub").mkdir()
+    (corpus / "also_sub").symlink_to(corpus / "sub", target_is_directory=True)  # a folder inside: not followed
+
+    report = index_directory(milvus, corpus, embeddings, progress=False)
+    reasons = {Path(s).name: e for s, e in report.errors.items()}
+    assert set(reasons) == {"passwd.txt", "secret.md", "linked", "up.md"}
+    assert all(f"points outside {corpus}: copy the file in instead" in e for e in reasons.values())
+    assert sorted(Path(s).name for s in report.indexed) == ["alias.txt", "langgraph.txt", "milvus.md"]
+    texts = " ".join(r["text"] for r in milvus.query(DEFAULT_COLLECTION, filter="", output_fields=["text"], limit=100))
+    assert "outside file" not in texts and "root:" not in texts
+    again = index_directory(milvus, corpus, embeddings, progress=False)
+    assert again.indexed == [] and again.removed == [] and again.errors == report.errors

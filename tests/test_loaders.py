@@ -9,6 +9,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 import pytest
+from pypdf import PdfWriter
 
 from rag_lib.loaders import LoadError, load_file, make_pdf, max_file_bytes, read_bytes, read_text
 
@@ -140,7 +141,7 @@ def test_unsupported_type_names_the_supported_ones(tmp_path):
         load_file(write(tmp_path, "table.csv", "a,b\n1,2\n"))
 
 
-def make_docx(paragraphs: list[str]) -> bytes:
+def make_docx(paragraphs: list[str], compression: int = zipfile.ZIP_STORED) -> bytes:
     """A minimal .docx: [Content_Types].xml + word/document.xml, one <w:p> per paragraph (runs split in two)."""
     ns = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
     body = "".join(
@@ -148,7 +149,7 @@ def make_docx(paragraphs: list[str]) -> bytes:
         for p in paragraphs
     )
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
         archive.writestr(
             "[Content_Types].xml",
             '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
@@ -170,3 +171,43 @@ def test_docx_paragraphs_become_lines(tmp_path):
 def test_corrupt_docx_is_an_error(tmp_path, data):
     with pytest.raises(LoadError, match="bad.docx: corrupt or unreadable .docx"):
         load_file(write(tmp_path, "bad.docx", data))
+
+
+def test_a_docx_whose_text_unpacks_over_the_limit_is_refused_before_unpacking(tmp_path, monkeypatch):
+    """A zip bomb: a small file whose document.xml inflates far beyond the size limit."""
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "0.5")
+    bomb = make_docx(["HNSW is a graph index. " * 40] * 1200, zipfile.ZIP_DEFLATED)  # ~1.1 MB of XML, a few kB zipped
+    assert len(bomb) < 0.1 * 2**20
+    with pytest.raises(LoadError, match=r"bomb.docx: its text unpacks to 1\.\d MB, over the 0\.5 MB limit.*MB=2"):
+        load_file(write(tmp_path, "bomb.docx", bomb))
+    monkeypatch.setenv("RAG_MAX_FILE_MB", "2")
+    assert load_file(write(tmp_path, "bomb.docx", bomb)).text.startswith("HNSW is a graph index.")
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("bom-le.txt", "\ufeffUTF-16 text from Notepad.\r\n第二行：中文。".encode("utf-16-le")),
+        ("bom-be.md", "\ufeffUTF-16 text from Notepad.\r\n第二行：中文。".encode("utf-16-be")),
+        ("plain-le.txt", "UTF-16 text from Notepad.\r\n第二行：中文。".encode("utf-16-le")),
+        ("plain-be.txt", "UTF-16 text from Notepad.\r\n第二行：中文。".encode("utf-16-be")),
+    ],
+)
+def test_utf16_text_is_decoded(tmp_path, name, data):
+    assert load_file(write(tmp_path, name, data)).text == "UTF-16 text from Notepad.\r\n第二行：中文。"
+
+
+def test_utf16_cut_short_says_so_and_nul_padded_bytes_stay_binary(tmp_path):
+    cut = "\ufeffUTF-16 text".encode("utf-16-le")[:-1]
+    with pytest.raises(LoadError, match="cut.txt: broken UTF-16 text"):
+        load_file(write(tmp_path, "cut.txt", cut))
+    for data in (b"\x00\xff" * 50, bytes(range(256)) * 4, b"\x01\x00\x02\x00" * 30):
+        with pytest.raises(LoadError, match="binary"):
+            load_file(write(tmp_path, "bin.txt", data))
+
+
+def test_pdf_without_pages_says_so_not_scan(tmp_path):
+    buffer = io.BytesIO()
+    PdfWriter().write(buffer)
+    with pytest.raises(LoadError, match="empty.pdf: PDF has no pages; export it again"):
+        load_file(write(tmp_path, "empty.pdf", buffer.getvalue()))
