@@ -7,6 +7,8 @@ with one Milvus database per name (`database_name`: "00_quickstart" -> "nb_00_qu
 so a notebook that drops and rebuilds its collections never touches another notebook's or the app's data;
 `milvus_uri(name)` names it for other clients (LangChain): http://localhost:19530/nb_00_quickstart.
 `connect(uri=...)` opens exactly that URI. MILVUS_URI is the server address only (no database path).
+The schema needs a Milvus 2.5+ server (BM25 full-text search): `ensure_collection` refuses an older one
+with MilvusVersionError before creating anything.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import fcntl
 import hashlib
 import os
 import re
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pymilvus import CollectionSchema, DataType, Function, FunctionType, MilvusClient
-from pymilvus.exceptions import ConnectionConfigException
+from pymilvus.exceptions import ConnectionConfigException, MilvusException
 
 from rag_lib.text import quiet_jieba
 
@@ -33,11 +38,24 @@ DENSE_SEARCH_PARAMS = {"metric_type": "COSINE", "params": {"ef": 64}}
 SPARSE_SEARCH_PARAMS = {"metric_type": "BM25", "params": {"drop_ratio_search": 0.0}}
 # Milvus' jieba tokenizer splits Chinese into words and English on spaces; lowercase makes BM25 case-blind.
 ANALYZER_PARAMS = {"tokenizer": "jieba", "filter": ["lowercase"]}
+# Escapes that both Milvus Lite's filter parser and the server's accept inside a "..." string literal.
+FILTER_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 METADATA_FIELDS = ("source", "file_hash", "chunk_index", "chunk_count", "parent_id", "language", "title")
+SOURCE_MAX_LENGTH = 1024  # characters of a file's name in the index (the `source` field)
+# The Lite database each open client from `connect` uses, so `close` knows when the last one is gone.
+_LITE_CLIENTS: weakref.WeakKeyDictionary[MilvusClient, str] = weakref.WeakKeyDictionary()
 
 
 class MilvusLockedError(RuntimeError):
     """Another process holds this Milvus Lite database open (Lite serves one process at a time)."""
+
+
+class MilvusVersionError(RuntimeError):
+    """The Milvus server is too old for the course schema; the message names its version and the one needed."""
+
+
+# The course schema fills its sparse field with Milvus' BM25 function (full-text search): Milvus 2.5 and newer.
+MIN_SERVER_VERSION = (2, 5)
 
 
 def lite_path(name: str) -> Path:
@@ -98,7 +116,7 @@ def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
     if is_local:
         Path(uri).parent.mkdir(parents=True, exist_ok=True)
     try:
-        return MilvusClient(uri=uri, token=token)
+        client = MilvusClient(uri=uri, token=token)
     except ConnectionConfigException as error:
         if is_local and _lock_is_held(Path(uri)):
             raise MilvusLockedError(
@@ -107,6 +125,38 @@ def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
                 "processes can share (docker compose up -d; MILVUS_URI=http://localhost:19530)."
             ) from error
         raise
+    if is_local:
+        _LITE_CLIENTS[client] = uri
+    return client
+
+
+def close(client: MilvusClient) -> None:
+    """Close a client; on Milvus Lite, once the last client from `connect` on that database is closed, also stop
+    its embedded server, so another process can open the database (other clients of this process on it, such as
+    a LangChain store, stop working too)."""
+    path = _LITE_CLIENTS.pop(client, None)
+    client.close()
+    if path is not None and path not in _LITE_CLIENTS.values():
+        release_lite(path)
+
+
+def release_lite(path: str) -> None:
+    """Stop Milvus Lite's embedded server for the database at `path`, which frees its lock."""
+    # Milvus Lite 3.2.2 bug: MilvusClient.close() leaves the in-process server, and the database's LOCK, held
+    # until the process exits. Its server manager's release_server (public, not in its README) stops it.
+    from milvus_lite.server_manager import server_manager_instance
+
+    server_manager_instance.release_server(path)
+
+
+@contextmanager
+def opened(name: str = "rag", uri: str | None = None) -> Iterator[MilvusClient]:
+    """`connect(name, uri)` for a `with` block: the client is closed, and a Lite database released, at its end."""
+    client = connect(name, uri)
+    try:
+        yield client
+    finally:
+        close(client)
 
 
 def build_schema(dim: int) -> CollectionSchema:
@@ -118,7 +168,7 @@ def build_schema(dim: int) -> CollectionSchema:
     )
     schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
     schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-    schema.add_field("source", DataType.VARCHAR, max_length=1024)
+    schema.add_field("source", DataType.VARCHAR, max_length=SOURCE_MAX_LENGTH)
     schema.add_field("file_hash", DataType.VARCHAR, max_length=64)
     schema.add_field("chunk_index", DataType.INT64)
     schema.add_field("chunk_count", DataType.INT64)
@@ -141,8 +191,25 @@ def build_index_params(client: MilvusClient) -> Any:
     return index_params
 
 
+def require_full_text_search(client: MilvusClient) -> None:
+    """Refuse a server older than MIN_SERVER_VERSION before anything is created on it (Milvus Lite passes)."""
+    version = client.get_server_version()  # "v2.3.5-lite", "2.5.16", "milvus_lite-3.2.2", ...
+    found = re.search(r"(\d+)\.(\d+)", version)
+    if version.startswith("milvus_lite") or found is None or (int(found[1]), int(found[2])) >= MIN_SERVER_VERSION:
+        return
+    needed = ".".join(map(str, MIN_SERVER_VERSION))
+    raise MilvusVersionError(
+        f"the Milvus server reports version {version}, but the course schema needs Milvus {needed} or newer "
+        f"(BM25 full-text search, which hybrid search builds on). Point MILVUS_URI at a Milvus {needed}+ server "
+        "(docker compose up -d starts one) or unset it to use the embedded Milvus Lite. Nothing was created; "
+        "collections without BM25 (dense vectors, filters) still work on this server."
+    )
+
+
 def ensure_collection(client: MilvusClient, dim: int, name: str = DEFAULT_COLLECTION) -> str:
-    """Create the collection if missing (checking an existing one has dimension `dim`), and load it."""
+    """Create the collection if missing (checking an existing one has dimension `dim`), and load it.
+    A server too old for the schema gets MilvusVersionError first, and a failed creation leaves no collection."""
+    require_full_text_search(client)
     if client.has_collection(name):
         existing = collection_dim(client, name)
         if existing != dim:
@@ -151,7 +218,12 @@ def ensure_collection(client: MilvusClient, dim: int, name: str = DEFAULT_COLLEC
                 f"use another collection name or drop it (client.drop_collection({name!r})) and re-index."
             )
     else:
-        client.create_collection(name, schema=build_schema(dim), index_params=build_index_params(client))
+        try:
+            client.create_collection(name, schema=build_schema(dim), index_params=build_index_params(client))
+        except MilvusException:
+            if client.has_collection(name):  # a server creates the collection, then may refuse its index
+                client.drop_collection(name)
+            raise
     client.load_collection(name)  # reopened Lite collections come back NotLoad
     return name
 
@@ -174,5 +246,8 @@ def count_rows(client: MilvusClient, name: str = DEFAULT_COLLECTION, filter: str
 
 
 def quote(value: str) -> str:
-    """A string literal for a Milvus filter expression (escapes backslashes and quotes)."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A string literal for a Milvus filter expression: backslashes, quotes and line breaks escaped, so any
+    stored value (a file name with a newline too) can be matched exactly."""
+    # Milvus Lite 3.2.2 does not support pymilvus' filter templating (filter="source == {s}", filter_params=...):
+    # its parser fails at the "{". Until it does, values are written into the expression here, in one place.
+    return '"' + value.translate(FILTER_ESCAPES) + '"'

