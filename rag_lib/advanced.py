@@ -5,6 +5,8 @@ A "hit" is a dict as `rag_lib.retriever.Retriever.search` returns it: `id`, `sco
 A "search" is any callable from a query string to hits, best first (e.g. `retriever.search`), so the techniques
 compose. LLM calls are short prompts with small `max_tokens` and structured output where the answer is parsed:
 on the local 1.5B model each call costs seconds of prompt processing, so use them where plain retrieval fails.
+A reply that breaks its schema never fails a search: each helper then falls back to doing nothing (the question
+as it is, no variants, no sub-questions, no further step).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pydantic import BaseModel, Field
 from pymilvus import MilvusClient
 
 from rag_lib.index import parent_documents
+from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.rerank import Reranker
 from rag_lib.retriever import Retriever, to_document
 from rag_lib.store import DENSE_SEARCH_PARAMS, METADATA_FIELDS
@@ -95,8 +98,9 @@ def capped(llm: BaseChatModel, max_tokens: int) -> BaseChatModel:
 
 
 def structured(llm: BaseChatModel, schema: type[BaseModel], max_tokens: int) -> Callable[[str], BaseModel]:
-    """`llm` forced to answer with `schema` (a grammar on llama.cpp, tool calling elsewhere), output capped."""
-    return capped(llm, max_tokens).with_structured_output(schema).invoke
+    """`llm` forced to answer with `schema`, output capped (`rag_lib.models.structured_output`: a grammar on
+    llama.cpp; on a server the method it supports); a reply outside the schema raises StructuredOutputError."""
+    return structured_output(llm, schema, max_tokens=max_tokens).invoke
 
 
 def rewrite_query(llm: BaseChatModel, question: str, domain: str = DOMAIN) -> str:
@@ -104,7 +108,10 @@ def rewrite_query(llm: BaseChatModel, question: str, domain: str = DOMAIN) -> st
 
     Why: "how does the second stage re-sort things?" does not contain the word "reranking" that its document uses.
     """
-    terms = structured(llm, Terms, 48)(REWRITE_PROMPT.format(domain=domain, question=question)).terms
+    try:
+        terms = structured(llm, Terms, 48)(REWRITE_PROMPT.format(domain=domain, question=question)).terms
+    except StructuredOutputError:
+        return question
     return " ".join(unique([t.strip() for t in terms if t.strip()])) or question
 
 
@@ -121,7 +128,11 @@ def translate_query(llm: BaseChatModel, question: str) -> str:
 
 def expand_query(llm: BaseChatModel, question: str, n: int = 3, domain: str = DOMAIN) -> list[str]:
     """Query expansion: up to `n` alternative wordings of the question (for `multi_query_search`), question excluded."""
-    queries = structured(llm, Variants, 32 * n)(EXPAND_PROMPT.format(domain=domain, n=n, question=question)).queries
+    try:
+        prompt = EXPAND_PROMPT.format(domain=domain, n=n, question=question)
+        queries = structured(llm, Variants, 32 * n)(prompt).queries
+    except StructuredOutputError:
+        return []
     return unique([q.strip() for q in queries if q.strip() and q.strip() != question])[:n]
 
 
@@ -130,7 +141,10 @@ def decompose(llm: BaseChatModel, question: str, n: int = 3) -> list[str]:
 
     Why: one embedding of "compare A and B" sits between A and B and may match neither document well.
     """
-    questions = structured(llm, SubQuestions, 32 * n)(DECOMPOSE_PROMPT.format(question=question)).questions
+    try:
+        questions = structured(llm, SubQuestions, 32 * n)(DECOMPOSE_PROMPT.format(question=question)).questions
+    except StructuredOutputError:
+        return [question]
     return unique([q.strip() for q in questions if q.strip()])[:n] or [question]
 
 
@@ -194,7 +208,11 @@ def multi_step_search(llm: BaseChatModel, search: Search, question: str, max_ste
         seen.update(h["id"] for h in new)
         result.hits += new
         passages = "\n".join(f"- {h['text'][:PASSAGE_CHARS]}" for h in result.hits)
-        gap = judge(JUDGE_PROMPT.format(passages=passages, question=question))
+        try:
+            gap = judge(JUDGE_PROMPT.format(passages=passages, question=question))
+        except StructuredOutputError:  # an unusable verdict counts as "nothing missing": stop here
+            result.steps.append((query, ""))
+            break
         result.steps.append((query, gap.missing.strip()))
         next_query = gap.next_query.strip()
         if not gap.missing.strip() or not next_query or next_query in (q for q, _ in result.steps):

@@ -28,10 +28,9 @@ from rag_lib.graphs.router import (
     Saved,
     build_router_graph,
     indexed_documents,
-    save_document,
+    save_upload,
     stream_request,
 )
-from rag_lib.loaders import max_file_bytes
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT
 
 FILE_COLUMNS = ["file", "chunks", "language", "chunking"]
@@ -81,10 +80,13 @@ def reply_markdown(state: dict) -> str:
     scores = state.get("scores")
     if scores:
         diversity = "n/a (one passage)" if scores.get("diversity") is None else f"{scores['diversity']:.3f}"
-        parts.append(
-            f"**Evaluation** · mean similarity {scores['mean_similarity']:.3f} · diversity {diversity} · "
+        grades = (
             f"faithfulness {scores['faithfulness']}/5 · relevance {scores['relevance']}/5 · "
-            f"completeness {scores['completeness']}/5"
+            f"completeness {scores['completeness']}/5" if scores.get("faithfulness") is not None
+            else "LLM grade unavailable"
+        )
+        parts.append(
+            f"**Evaluation** · mean similarity {scores['mean_similarity']:.3f} · diversity {diversity} · {grades}"
         )
     parts += [f"_note: {note}_" for note in state.get("notes", [])]
     return "\n\n".join(p for p in parts if p)
@@ -110,19 +112,13 @@ class RagApp:
         return [[d[c] for c in FILE_COLUMNS] for d in indexed_documents(self.client, self.collection)]
 
     def upload(self, paths: list[str] | None, chunking: str = "auto", chunk_size: str = "auto") -> tuple[str, list[list]]:
-        """Save uploaded files one by one: (status message, indexed files). Oversized files are not even read."""
-        saved = []
-        for path in paths or []:
-            name, size = Path(path).name, os.path.getsize(path)
-            if size > max_file_bytes():
-                saved.append(Saved(name, "error", message=f"{name}: {size / 2**20:.1f} MB is over the "
-                                   f"{max_file_bytes() / 2**20:g} MB limit (RAG_MAX_FILE_MB); nothing changed"))
-                continue
-            saved.append(save_document(
-                self.client, self.embeddings, self.upload_dir, name, Path(path).read_bytes(),
-                None if chunking == "auto" else chunking, None if chunk_size == "auto" else int(chunk_size),
-                self.collection,
-            ))
+        """Save uploaded files one by one: (status message, indexed files). Oversized files are not even read, and a
+        refused file is listed while the others are saved."""
+        saved = [
+            save_upload(self.client, self.embeddings, self.upload_dir, path, None if chunking == "auto" else chunking,
+                        None if chunk_size == "auto" else int(chunk_size), self.collection)
+            for path in paths or []
+        ]
         return saved_markdown(saved), self.files_table()
 
     def chat(

@@ -38,6 +38,7 @@ from rag_lib.advanced import OUTPUT_FIELDS, search_by_vector, structured
 from rag_lib.evaluation import context_recall
 from rag_lib.index import list_files, source_name
 from rag_lib.loaders import LOADERS, LoadError, load_file
+from rag_lib.models import StructuredOutputError
 from rag_lib.store import PROJECT_ROOT, chunk_id, ensure_collection, quote
 from rag_lib.text import detect_language
 
@@ -155,7 +156,8 @@ def precompute(
     progress: bool = True,
 ) -> dict[str, Any]:
     """Derive a group per document of `folder` that lacks an up-to-date one, saving after each (resumable: an
-    interrupted run keeps what it finished). An unreadable file is reported and skipped."""
+    interrupted run keeps what it finished). An unreadable file, or a reply outside the schema, is reported and
+    skipped."""
     if llm is None:
         from rag_lib.models import get_chat_model
 
@@ -178,7 +180,11 @@ def precompute(
             tqdm.write(f"skipped {source}: {error}")
             continue
         started = time.perf_counter()
-        group = derive_group(llm, text)
+        try:
+            group = derive_group(llm, text)
+        except StructuredOutputError as error:  # stays stale: the next run tries again
+            tqdm.write(f"skipped {source}: {error}")
+            continue
         groups["documents"][source] = {
             "source_hash": content_hash(data), "model": model, "prompt_hash": prompt_hash(),
             "seconds": round(time.perf_counter() - started, 1), **group.model_dump(),

@@ -27,7 +27,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from rag_lib.models import ConfigError, get_chat_model, get_embeddings
+from rag_lib.models import ConfigError, StructuredOutputError, get_chat_model, get_embeddings, structured_output
 
 LLM_PROMPT = (
     "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
@@ -82,21 +82,26 @@ class LLMReranker:
     One call per candidate, one after another (llama.cpp cannot serve parallel calls), so keep N small.
     Measured with the local 1.5B model: 8-50 s per call on a busy 2-core CPU, and it scored all 8
     (question, passage) pairs tried 10, relevant or not, so ties keep the first-stage order. Worth it only
-    with a stronger model (RAG_LLM_MODEL)."""
+    with a stronger model (RAG_LLM_MODEL). A passage whose score is unusable gets -1: it goes after every scored
+    one, so with no usable score at all the first-stage order stands."""
 
     def __init__(self, llm: BaseChatModel | None = None, max_chars: int = 400) -> None:
-        self.scorer = (llm or get_chat_model()).with_structured_output(RelevanceScore)
+        self.scorer = structured_output(llm or get_chat_model(), RelevanceScore)
         self.max_chars = max_chars  # longer passages are cut: prompt processing is the cost on CPU
 
-    def score(self, query: str, passage: str) -> int:
-        """The model's 0-10 relevance score for one passage."""
-        result = self.scorer.invoke(LLM_PROMPT.format(query=query, passage=passage[: self.max_chars]))
+    def score(self, query: str, passage: str) -> int | None:
+        """The model's 0-10 relevance score for one passage; None when its reply breaks the schema."""
+        try:
+            result = self.scorer.invoke(LLM_PROMPT.format(query=query, passage=passage[: self.max_chars]))
+        except StructuredOutputError:
+            return None
         return int(result.score)
 
     def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
         if not documents:
             return []
-        return ranked(documents, [self.score(query, d.page_content) for d in documents], top_k)
+        scores = [self.score(query, d.page_content) for d in documents]
+        return ranked(documents, [-1 if s is None else s for s in scores], top_k)
 
 
 class CrossEncoderReranker:

@@ -1,8 +1,8 @@
 """Web search for Corrective RAG: an offline BM25 "web" the course controls, or Tavily, behind one interface.
 
-`get_web_search()` picks Tavily when TAVILY_API_KEY is set and otherwise searches the local corpus in
-`<project>/data/web` (or $RAG_WEB_CORPUS). Every backend returns LangChain Documents whose metadata has
-`title`, `url`, `score` and `backend`, and raises WebSearchError on failure so the graph can fall back.
+`get_web_search()` picks Tavily (its official SDK, `tavily-python`) when TAVILY_API_KEY is set and otherwise searches
+the local corpus in `<project>/data/web` (or $RAG_WEB_CORPUS). Every backend returns LangChain Documents whose
+metadata has `title`, `url`, `score` and `backend`, and raises WebSearchError on failure so the graph can fall back.
 """
 
 from __future__ import annotations
@@ -13,14 +13,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Protocol
 
-import httpx
 from langchain_core.documents import Document
 
 from rag_lib.text import tokenize
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS_DIR = PROJECT_ROOT / "data" / "web"
-TAVILY_URL = "https://api.tavily.com/search"
 
 
 class WebSearchError(RuntimeError):
@@ -124,34 +122,42 @@ def _tavily_document(item: dict) -> Document:
     return Document(page_content=item.get("content") or "", metadata={**metadata, "backend": "tavily"})
 
 
-class TavilyWebSearch:
-    """Live web search through Tavily's REST API, for users with a TAVILY_API_KEY and a network."""
+# What to do about the SDK's errors (its exception per HTTP status: 401, 429, 403/432/433, 400)
+TAVILY_HINTS = {
+    "InvalidAPIKeyError": " (check TAVILY_API_KEY, or unset it to search the offline corpus)",
+    "UsageLimitExceededError": " (too many requests: wait and retry, or unset TAVILY_API_KEY to search offline)",
+    "ForbiddenError": " (the plan's usage limit is reached or the request is not allowed: see the Tavily dashboard)",
+    "BadRequestError": " (Tavily refused the request's parameters)",
+}
 
-    def __init__(self, api_key: str, timeout: float = 10.0, transport: httpx.BaseTransport | None = None) -> None:
-        """`transport` lets tests inject an httpx.MockTransport instead of reaching the network."""
+
+class TavilyWebSearch:
+    """Live web search through Tavily's official SDK (`tavily-python`), for users with a TAVILY_API_KEY."""
+
+    def __init__(self, api_key: str, timeout: float = 10.0, base_url: str | None = None) -> None:
+        """`base_url` points the SDK at another server (a proxy or a test server); None is Tavily's own API."""
+        from tavily import TavilyClient
+
         if not api_key.strip():
             raise ValueError("Tavily API key is empty: set TAVILY_API_KEY or use OfflineWebSearch.")
-        self._api_key = api_key.strip()
         self.timeout = timeout
-        self._transport = transport
+        self._client = TavilyClient(api_key=api_key.strip(), api_base_url=base_url)
 
     def search(self, query: str, k: int = 4) -> list[Document]:
-        """POST the query to Tavily and map its results; any network, HTTP or format problem -> WebSearchError."""
+        """Ask Tavily for the top k pages; any network, HTTP, SDK or format problem -> WebSearchError."""
+        from tavily.errors import TimeoutError as TavilyTimeout
+
         _check_request(query, k)
-        body = {"query": query, "max_results": k, "search_depth": "basic"}
-        headers = {"Authorization": f"Bearer {self._api_key}"}
         try:
-            with httpx.Client(timeout=self.timeout, transport=self._transport) as client:
-                response = client.post(TAVILY_URL, json=body, headers=headers)
-        except httpx.TimeoutException as exc:
-            raise WebSearchError(f"Tavily web search timed out after {self.timeout}s ({type(exc).__name__}).") from exc
-        except httpx.HTTPError as exc:
-            raise WebSearchError(f"Tavily web search failed: {type(exc).__name__}: {exc}") from exc
-        if not response.is_success:
-            raise WebSearchError(f"Tavily web search failed: HTTP {response.status_code}: {response.text[:200]}")
+            response = self._client.search(query, search_depth="basic", max_results=k, timeout=self.timeout)
+        except TavilyTimeout as exc:
+            raise WebSearchError(f"Tavily web search timed out after {self.timeout}s: {exc}") from exc
+        except Exception as exc:  # the SDK raises its own error per HTTP status, and requests' errors pass through
+            hint = TAVILY_HINTS.get(type(exc).__name__, "")
+            raise WebSearchError(f"Tavily web search failed: {type(exc).__name__}: {exc}{hint}") from exc
         try:
-            return [_tavily_document(item) for item in response.json()["results"]]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return [_tavily_document(item) for item in response["results"]]
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
             cause = f"{type(exc).__name__}: {exc}"
             raise WebSearchError(f"Tavily web search returned an unexpected response: {cause}") from exc
 

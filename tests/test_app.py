@@ -8,6 +8,10 @@ The browser end-to-end test with the real model is tests/test_browser.py.
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 import gradio as gr
 import pytest
 from langchain_core.documents import Document
@@ -44,7 +48,8 @@ def state_of(app: RagApp) -> tuple[int, list[str], list[list]]:
     [("notes.md", "notes.md"), ("docs/notes.md", "notes.md"), ("C:\\Users\\me\\报告.pdf", None),
      ("../notes.md", None), ("docs/../../etc/passwd.txt", None), ("..\\..\\notes.md", None),
      ("/etc/passwd.txt", None), (".env.md", None), ("docs/.hidden.txt", None), ("", None),
-     ("bad\x00name.md", None), ("项目 计划.md", "项目 计划.md")],
+     ("bad\x00name.md", None), ("项目 计划.md", "项目 计划.md"), ("line\nbreak.md", None), ("del\x7f.md", None),
+     ("caf\udce9.md", None)],
 )
 def test_safe_name_keeps_the_base_name_and_refuses_escapes(name, expected):
     if expected is None:
@@ -127,6 +132,38 @@ def test_a_duplicate_upload_is_refused_even_under_another_name(app, tmp_path):
 def test_one_bad_file_does_not_stop_the_good_ones(app, tmp_path):
     status, table = app.upload([upload_file(tmp_path, "bad.docx", b"PK.."), upload_file(tmp_path, "good.txt", b"Fine.")])
     assert "✗ bad.docx" in status and "✓ good.txt" in status and [r[0] for r in table] == ["good.txt"]
+
+
+def test_names_too_long_for_the_file_system_are_refused_and_the_batch_goes_on(app, tmp_path):
+    """The upload is written as `.NAME.partial` first: a 246-byte name is the longest that fits in 255 bytes."""
+    longest, too_long = "a" * 242 + ".txt", "b" * 244 + ".txt"
+    status, table = app.upload([upload_file(tmp_path, too_long, b"Too long a name."),
+                                upload_file(tmp_path, "good.txt", b"Fine."),
+                                upload_file(tmp_path, "长" * 83 + ".md", b"# Too long\nin UTF-8 bytes.")])
+    assert f"✗ {too_long}: the name is 248 bytes, over the 246 the upload folder takes; rename" in status
+    assert "✓ good.txt" in status and "the name is 252 bytes" in status
+    assert [r[0] for r in table] == ["good.txt"]
+    status, table = app.upload([upload_file(tmp_path, longest, b"Just fits.")])
+    assert status.startswith("✓") and longest in [r[0] for r in table]
+
+
+def test_a_file_that_cannot_be_read_or_written_is_reported_and_the_batch_goes_on(app, tmp_path, monkeypatch):
+    gone = upload_file(tmp_path, "gone.txt", b"Removed before it was read.")
+    Path(gone).unlink()
+    batch = [gone, upload_file(tmp_path, "full.txt", b"No room left."), upload_file(tmp_path, "good.txt", b"Fine.")]
+    write_bytes = Path.write_bytes
+
+    def disk_full(self, data):  # FAKE: the disk is full for this one file
+        if "full.txt" in self.name:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", disk_full)
+    status, table = app.upload(batch)
+    assert "✗ gone.txt: cannot be read (No such file or directory)" in status
+    assert "✗ full.txt: cannot be written to the upload folder (No space left on device); nothing changed" in status
+    assert "✓ good.txt" in status and [r[0] for r in table] == ["good.txt"]
+    assert sorted(p.name for p in app.upload_dir.iterdir()) == ["good.txt"]  # no partial file left behind
 
 
 def test_the_file_list_survives_a_restart(embeddings, tmp_path):

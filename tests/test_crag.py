@@ -4,14 +4,16 @@ Everything here runs without a model, a database or a network. The chat model is
 (`ScriptedChatModel`, a small BaseChatModel subclass whose structured output goes through LangChain's own
 tool-call parsing): as grader it copies the answer "jieba" when the passage contains the marker word ON_TOPIC
 and invents "Beijing" otherwise (the graph must reject a copy that is not in the passage); as rewriter it returns
-fixed search terms, one of them not in the question; as generator it echoes its prompt, so the tests can see
-which strips reached it.
+fixed search terms, one of them not in the question; as generator it echoes its whole prompt, so the tests can
+see which strips reached it.
 The retriever and the web search are fakes too: fixed Documents with a chosen `similarity`, fixed pages.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -75,7 +77,7 @@ class ScriptedChatModel(BaseChatModel):
             message = tool_call_message(tool, answer)
         else:
             self.calls.append("answer")
-            message = AIMessage(f"ANSWER FROM <<{messages[-1].content}>>")
+            message = AIMessage(f"ANSWER FROM <<{' '.join(str(m.content) for m in messages)}>>")
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
@@ -228,6 +230,81 @@ def test_empty_web_results_refuse():
     assert "web search returned 0 pages" in state["notes"]
 
 
+class HangingWeb:
+    """TEST DOUBLE for a web backend that never answers (until the test releases it)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def search(self, query: str, k: int = 4) -> list[Document]:
+        self.release.wait()
+        return [WEB_PAGE]
+
+
+class ReturningWeb:
+    """TEST DOUBLE for a web backend outside the protocol: it returns whatever it was given."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def search(self, query: str, k: int = 4) -> Any:
+        return self.value
+
+
+def test_hanging_web_search_is_cut_off_by_the_time_limit():
+    llm, web = ScriptedChatModel(), HangingWeb()
+    started = time.monotonic()
+    try:
+        state, nodes = run(crag([chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88)], llm, web, web_timeout=0.3))
+    finally:
+        web.release.set()
+    assert time.monotonic() - started < 3  # bounded by web_timeout, not by the backend
+    assert nodes[-3:] == ["web_search", "refine_knowledge", "generate"]
+    assert state["web_error"] == "WebSearchError: HangingWeb gave no answer within 0.3 s " \
+        "(raise build_crag_graph's web_timeout for a slow backend)"
+    assert state["web_results"] == []
+    assert "jieba" in state["answer"] and state["answer"].endswith(WEB_FAILED["en"])
+
+
+@pytest.mark.parametrize(
+    "value, kind",
+    [(None, "NoneType"), ("Milvus uses jieba.", "str"), ({"url": "https://x", "content": "jieba"}, "dict"),
+     (42, "int")],
+    ids=["None", "str", "dict", "int"],
+)
+def test_web_results_that_are_not_a_list_are_a_web_error(value, kind):
+    llm = ScriptedChatModel()
+    state, nodes = run(crag([chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88)], llm, ReturningWeb(value)))
+    assert state["web_error"] == f"WebSearchError: the backend returned {kind}, not a list of Documents"
+    assert state["web_results"] == []
+    assert nodes[-1] == "generate" and state["answer"].endswith(WEB_FAILED["en"])
+
+
+def test_web_results_keep_the_documents_and_note_the_rest():
+    llm = ScriptedChatModel()
+    mixed = ["a string", WEB_PAGE, {"content": "a dict"}, None]
+    state, _ = run(crag([chunk(NOISE_CHUNK, 0.70)], llm, ReturningWeb(mixed)))
+    assert state["web_results"] == [WEB_PAGE] and "web_error" not in state
+    assert "web search: dropped 3 result(s) that are not Documents (NoneType, dict, str)" in state["notes"]
+    assert "https://example.org/milvus-analyzers" in state["answer"]
+    assert not state["answer"].endswith(WEB_FAILED["en"])  # the web did answer
+
+
+def test_web_results_with_no_document_at_all_are_a_web_error():
+    llm = ScriptedChatModel()
+    state, nodes = run(crag([chunk(NOISE_CHUNK, 0.70)], llm, ReturningWeb(["page one", {"content": "x"}])))
+    assert state["web_error"] == "WebSearchError: dropped 2 result(s) that are not Documents (dict, str)"
+    assert nodes[-1] == "refuse" and state["answer"] == REFUSAL["en"] + "\n" + WEB_FAILED["en"]
+
+
+def test_more_web_results_than_k_are_cut_to_k():
+    pages = [Document(page_content=f"Page {i} says the chinese analyzer uses jieba.", metadata={"url": f"https://p{i}"})
+             for i in range(5)]
+    state, _ = run(crag([chunk(NOISE_CHUNK, 0.70)], ScriptedChatModel(), ReturningWeb(pages), web_k=2))
+    assert state["web_results"] == pages[:2]
+    assert "web search: the backend returned 5 pages for k=2: kept the first 2" in state["notes"]
+
+
 def test_knowledge_refinement_keeps_only_strips_about_the_question():
     llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
     mixed = chunk(f"{ANSWER_CHUNK} {NOISE_CHUNK} The weather in Paris was sunny all week long.", 0.95)
@@ -286,6 +363,9 @@ def test_invalid_settings_fail_before_running():
         build_crag_graph(retriever, llm, web, max_llm_calls=0)
     with pytest.raises(ValueError, match="lower similarity"):
         build_crag_graph(retriever, llm, web, thresholds=(0.9, 0.8))
+    for timeout in (0, -1, float("nan")):
+        with pytest.raises(ValueError, match="web_timeout"):
+            build_crag_graph(retriever, llm, web, web_timeout=timeout)
     with pytest.raises(ValueError, match="max_llm_calls=0"):
         build_crag_graph(retriever, llm, web, thresholds=BAND).invoke({"question": QUESTION, "max_llm_calls": 0})
 

@@ -64,7 +64,7 @@ class ScriptedModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:
-        question = str(messages[-1].content).rsplit("Question: ", 1)[1]
+        question = str(messages[-1].content)  # the answer prompt's user turn is the question alone
         self._record("answer", question)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(f"ANSWER({question})"))])
 
@@ -72,8 +72,8 @@ class ScriptedModel(BaseChatModel):
         assert schema is Judgment
 
         def judge(messages: list[BaseMessage]) -> Judgment:
-            question, rest = str(messages[-1].content).removeprefix("Question: ").split("\nPassage (", 1)
-            passage = rest.split("): ", 1)[1]
+            question, rest = str(messages[-1].content).removeprefix("Question: ").split("\nPassage:\n<passage ", 1)
+            passage = rest.split(">\n", 1)[1].removesuffix("\n</passage>")
             self._record("judge", question)
             return self.script.get((question, passage), Judgment(score=0))
 
@@ -158,12 +158,12 @@ def test_sub_answer_is_folded_into_its_chunk():
 
     class Spy(ScriptedModel):
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-            seen.append(str(messages[-1].content))
+            seen.append((str(messages[-1].content), str(messages[0].content)))  # (question, rules + passages)
             return super()._generate(messages, stop, run_manager, **kwargs)
 
     graph = build_judge_graph(TableRetriever(table=table), Spy(script=script))
     graph.invoke({"question": Q}, {"configurable": {"thread_id": "t"}})
-    root_prompt = next(p for p in seen if p.endswith(f"Question: {Q}"))
+    root_prompt = next(passages for question, passages in seen if question == Q)
     assert f"{M30.page_content}\n(Follow-up: {FU} -> ANSWER({FU}))" in root_prompt
 
 

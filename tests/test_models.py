@@ -101,13 +101,16 @@ class Verdict(BaseModel):
 
 
 def test_local_model_structured_output_parses(offline_env):
-    from rag_lib.models import get_chat_model
+    from rag_lib.models import ConfigError, get_chat_model, structured_output
 
-    grader = get_chat_model().with_structured_output(Verdict)
+    grader = structured_output(get_chat_model(), Verdict, max_tokens=16)  # llama.cpp: a grammar-forced tool call
     verdict = grader.invoke("Question: what does HNSW stand for? Passage: HNSW means Hierarchical Navigable "
                             "Small World graphs. Does the passage answer the question?")
     assert isinstance(verdict, Verdict)
     assert verdict.answer == "yes"
+    offline_env.setenv("RAG_LLM_STRUCTURED", "json_mode")  # a server setting: the local model refuses it clearly
+    with pytest.raises(ConfigError, match="RAG_LLM_STRUCTURED=json_mode applies to OpenAI-compatible endpoints"):
+        structured_output(get_chat_model(), Verdict)
 
 
 def test_send_fan_out_on_the_shared_local_model_does_not_crash():

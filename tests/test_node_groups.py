@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 from test_advanced import DOCS, ScriptedChatModel, chunks, docs  # noqa: F401  (fixtures and the test double)
 
 from rag_lib import node_groups as ng
 from rag_lib.advanced import multi_path_search
 from rag_lib.index import source_name
+from rag_lib.models import StructuredOutputError
 from rag_lib.retriever import Retriever
 
 GROUPS = {  # hand-written groups of the three DOCS, as the LLM would return them
@@ -40,7 +40,7 @@ def test_derive_group_parses_the_structured_reply_in_the_texts_language():
 
 def test_a_reply_outside_the_schema_is_rejected():
     one_pair = {**GROUPS["hnsw.md"], "qa_pairs": GROUPS["hnsw.md"]["qa_pairs"][:1]}
-    with pytest.raises(ValidationError):
+    with pytest.raises(StructuredOutputError, match="NodeGroup.*qa_pairs"):
         ng.derive_group(ScriptedChatModel(replies=[one_pair]), DOCS["hnsw.md"])
 
 

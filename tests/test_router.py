@@ -46,7 +46,7 @@ from rag_lib.graphs.router import (
     split_note,
     stream_request,
 )
-from rag_lib.models import E5_MIN_SIMILARITY
+from rag_lib.models import E5_MIN_SIMILARITY, MAX_QUERY_CHARS
 from rag_lib.store import DEFAULT_COLLECTION, count_rows
 
 ANSWER = "The cafeteria opens at 9:00 on Sundays [1]."
@@ -236,6 +236,7 @@ def test_choose_chunker_defaults_by_file_type_and_clamps_the_size():
 def test_source_filter_quotes_every_source():
     assert source_filter([]) == ""
     assert source_filter(['a "b".md', "c.md"]) == 'source in ["a \\"b\\".md", "c.md"]'
+    assert source_filter(["new\nline.md"]) == 'source in ["new\\nline.md"]'
 
 
 # ------------------------------------------------------------------ the graph paths
@@ -321,6 +322,16 @@ def test_given_files_are_saved_even_when_the_model_says_retrieve(graph, tmp_path
     assert nodes[:3] == ["route", "save", "retrieve"]
 
 
+def test_one_bad_file_in_a_chat_batch_does_not_stop_the_others(graph, tmp_path):
+    missing, long_name, good = tmp_path / "missing.md", tmp_path / ("x" * 250 + ".md"), tmp_path / "policy.md"
+    long_name.write_text("# Long\nA name the upload folder cannot take with its temporary suffix.\n", encoding="utf-8")
+    good.write_text("# Refunds\nRefunds are paid within 30 days of the return.\n", encoding="utf-8")
+    state, _, _ = run(graph, "Index these files.", files=[str(missing), str(long_name), str(good)])
+    assert [s.status for s in state["saved"]] == ["error", "error", "indexed"]
+    assert "cannot be read" in state["saved"][0].message and "the name is 253 bytes" in state["saved"][1].message
+    assert sorted(p.name for p in (tmp_path / "uploads").iterdir()) == ["policy.md"]
+
+
 def test_save_then_retrieve_without_a_question_only_saves(graph):
     state, _, nodes = run(graph, "Remember this: the gym opens at 6.")
     assert (state["action"], state["routed_by"], nodes) == ("save", "model+rule", ["route", "save"])
@@ -331,6 +342,15 @@ def test_nothing_to_save_says_so(graph, milvus):
     state, _, _ = run(graph, "Save this:")
     assert state["saved"][0].status == "error" and "no text or file to save" in state["answer"]
     assert not milvus.has_collection(DEFAULT_COLLECTION)
+
+
+def test_an_over_long_question_is_cut_with_a_note(graph, llm):
+    run(graph, SAVE_CAFETERIA)
+    long = " ".join([ASK_CAFETERIA] * 650)  # ~30 kB in the chat box
+    state, tokens, nodes = run(graph, long)
+    assert nodes == ["route", "retrieve", "answer"] and "".join(tokens) == ANSWER
+    assert state["question"] == long[:MAX_QUERY_CHARS]
+    assert any(f"only its first {MAX_QUERY_CHARS:,} were used" in note for note in state["notes"])
 
 
 def test_nothing_indexed_or_off_topic_refuses_without_an_answer_call(graph, llm):

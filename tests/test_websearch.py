@@ -1,16 +1,18 @@
-"""Tests for rag_lib.websearch: offline BM25 ranking and parsing, Tavily mapping and errors, backend selection."""
+"""Tests for rag_lib.websearch: offline BM25 ranking and parsing, Tavily (recorded responses, a silent server), backend
+selection."""
 
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
 from pathlib import Path
 
-import httpx
 import pytest
 from langchain_core.documents import Document
 
 from rag_lib.websearch import (
-    TAVILY_URL,
     OfflineWebSearch,
     TavilyWebSearch,
     WebSearchError,
@@ -130,67 +132,142 @@ def test_from_directory_missing_folder_raises(tmp_path: Path) -> None:
         OfflineWebSearch.from_directory(tmp_path / "nope")
 
 
-def _tavily(handler) -> TavilyWebSearch:
-    """A TavilyWebSearch wired to an httpx.MockTransport: a test double, no request leaves the machine."""
-    return TavilyWebSearch("tvly-test", timeout=2.0, transport=httpx.MockTransport(handler))
+# Tavily through its official SDK, replayed from cassettes (tests/cassettes/test_websearch/*.yaml) in the format of
+# Tavily's API reference: pytest-recording runs in record mode "none" by default, so nothing leaves the machine
+# and a request that differs from the recorded one (method, URL or JSON body) fails the test.
+FAKE_KEY = "tvly-test-not-a-real-key"
+CASSETTES = Path(__file__).parent / "cassettes"
+TAVILY_QUERY = "Milvus chinese analyzer tokenizer"
 
 
-def test_tavily_sends_request_and_maps_results() -> None:
-    seen: list[httpx.Request] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(
-            200,
-            json={
-                "query": "what is milvus",
-                "results": [
-                    {"title": "Milvus docs", "url": "https://milvus.io", "content": "Milvus is a vector DB.",
-                     "score": 0.91},
-                    {"title": "Attu", "url": "https://github.com/zilliztech/attu", "content": "A GUI.", "score": 0.5},
-                ],
-            },
-        )
-
-    docs = _tavily(handler).search("what is milvus", k=2)
-    request = seen[0]
-    assert request.method == "POST" and str(request.url) == TAVILY_URL
-    assert request.headers["Authorization"] == "Bearer tvly-test"
-    assert json.loads(request.content) == {"query": "what is milvus", "max_results": 2, "search_depth": "basic"}
-    assert [doc.page_content for doc in docs] == ["Milvus is a vector DB.", "A GUI."]
-    assert docs[0].metadata == {"title": "Milvus docs", "url": "https://milvus.io", "score": 0.91, "backend": "tavily"}
+@pytest.fixture(scope="module")
+def vcr_config() -> dict:
+    """Match the whole request, JSON body included; never write an API key into a cassette."""
+    return {
+        "match_on": ("method", "scheme", "host", "port", "path", "query", "body"),
+        "filter_headers": ["authorization"],
+        "filter_post_data_parameters": ["api_key"],
+    }
 
 
-def test_tavily_http_500_raises_websearch_error() -> None:
-    search = _tavily(lambda request: httpx.Response(500, text="internal error"))
-    with pytest.raises(WebSearchError, match=r"Tavily.*HTTP 500"):
-        search.search("milvus")
+@pytest.mark.vcr
+def test_tavily_maps_a_recorded_answer_to_documents() -> None:
+    docs = TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=2)
+    assert [doc.metadata["title"] for doc in docs] == [
+        "Chinese | Milvus Documentation", "Analyzer Overview | Milvus Documentation"]
+    assert docs[0].metadata == {"title": "Chinese | Milvus Documentation", "score": 0.8731, "backend": "tavily",
+                                "url": "https://milvus.io/docs/chinese-analyzer.md"}
+    assert "jieba tokenizer" in docs[0].page_content
 
 
-def test_tavily_timeout_raises_websearch_error() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ReadTimeout("read timed out", request=request)
-
-    with pytest.raises(WebSearchError, match=r"Tavily.*timed out"):
-        _tavily(handler).search("milvus")
+@pytest.mark.vcr
+def test_tavily_401_names_the_api_key() -> None:
+    with pytest.raises(WebSearchError, match=r"InvalidAPIKeyError: Unauthorized: missing or invalid API key.*TAVILY"):
+        TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
 
 
-def test_tavily_connection_error_raises_websearch_error() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("name resolution failed", request=request)
-
-    with pytest.raises(WebSearchError, match=r"Tavily.*ConnectError"):
-        _tavily(handler).search("milvus")
+@pytest.mark.vcr
+def test_tavily_432_plan_limit_is_a_websearch_error() -> None:
+    with pytest.raises(WebSearchError, match=r"ForbiddenError: This request exceeds your plan's set usage limit"):
+        TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
 
 
-def test_tavily_malformed_response_raises_websearch_error() -> None:
-    with pytest.raises(WebSearchError, match="unexpected response"):
-        _tavily(lambda request: httpx.Response(200, json={"oops": []})).search("milvus")
+@pytest.mark.vcr
+def test_tavily_429_rate_limit_is_a_websearch_error() -> None:
+    with pytest.raises(WebSearchError, match=r"UsageLimitExceededError: .*excessive requests.*wait and retry"):
+        TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
 
 
-def test_tavily_validates_query() -> None:
+@pytest.mark.vcr
+def test_tavily_500_is_a_websearch_error() -> None:
+    with pytest.raises(WebSearchError, match=r"Tavily web search failed: HTTPError: 500 Server Error"):
+        TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
+
+
+@pytest.mark.vcr
+def test_tavily_result_without_url_is_an_unexpected_response() -> None:
+    with pytest.raises(WebSearchError, match="unexpected response: KeyError"):
+        TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
+
+
+def test_cassettes_hold_no_api_key() -> None:
+    files = sorted(CASSETTES.rglob("*.yaml"))
+    assert len(files) >= 6
+    for file in files:
+        text = file.read_text(encoding="utf-8").lower()
+        assert "authorization" not in text and "bearer" not in text and "api_key" not in text, file
+        assert "tvly-" not in text, file
+
+
+class SilentServer:
+    """A real loopback TCP server that accepts connections, reads the request and never answers: what a hung
+    backend looks like to the SDK. Started and stopped by the test; it keeps what it received."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.received = b""
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        open_connections = []
+        while not self.stop.is_set():
+            try:
+                connection, _ = self.sock.accept()
+            except OSError:
+                continue
+            open_connections.append(connection)
+            connection.settimeout(0.2)
+            try:
+                while b"\r\n\r\n" not in self.received or not self.received.rstrip().endswith(b"}"):
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        break
+                    self.received += chunk
+            except OSError:
+                pass
+        for connection in open_connections:
+            connection.close()
+
+    def __enter__(self) -> SilentServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def test_tavily_timeout_is_a_websearch_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with SilentServer() as server:
+        search = TavilyWebSearch(FAKE_KEY, timeout=0.5, base_url=server.url)
+        started = time.monotonic()
+        with pytest.raises(WebSearchError, match=r"Tavily web search timed out after 0.5s"):
+            search.search(TAVILY_QUERY, k=3)
+        assert time.monotonic() - started < 5
+    head, _, body = server.received.partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /search HTTP/1.1")
+    assert f"Authorization: Bearer {FAKE_KEY}".encode() in head.split(b"\r\n")
+    assert json.loads(body) == {"query": TAVILY_QUERY, "search_depth": "basic", "max_results": 3}
+
+
+def test_tavily_connection_refused_is_a_websearch_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        port = closed.getsockname()[1]
+    with pytest.raises(WebSearchError, match=r"Tavily web search failed: ConnectionError"):
+        TavilyWebSearch(FAKE_KEY, timeout=2.0, base_url=f"http://127.0.0.1:{port}").search(TAVILY_QUERY)
+
+
+def test_tavily_validates_key_and_query() -> None:
+    with pytest.raises(ValueError, match="TAVILY_API_KEY"):
+        TavilyWebSearch("  ")
     with pytest.raises(ValueError, match="empty"):
-        _tavily(lambda request: httpx.Response(200, json={"results": []})).search(" ")
+        TavilyWebSearch(FAKE_KEY).search(" ")
 
 
 def test_get_web_search_prefers_tavily_when_key_set(monkeypatch: pytest.MonkeyPatch, corpus_dir: Path) -> None:

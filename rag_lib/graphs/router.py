@@ -40,9 +40,10 @@ from pymilvus import MilvusClient
 from rag_lib.advanced import OUTPUT_FIELDS, hypothetical_passage, search_by_vector
 from rag_lib.chunking import Chunker
 from rag_lib.graphs.rag import answer_messages, refusal_for
-from rag_lib.index import chunk_rows, embed_rows, write_file
+from rag_lib.index import check_source, chunk_rows, embed_rows, shown_name, write_file
 from rag_lib.loaders import LoadError, load_file, max_file_bytes
-from rag_lib.models import default_min_similarity
+from rag_lib.models import MAX_QUERY_CHARS, StructuredOutputError, cap_query, default_min_similarity, structured_output
+from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
 from rag_lib.rerank import get_reranker
 from rag_lib.retriever import Retriever, cosine, to_document
 from rag_lib.store import DEFAULT_COLLECTION, ensure_collection, quote
@@ -53,6 +54,7 @@ UPLOAD_TYPES = (".md", ".txt", ".pdf")
 CHUNKINGS = ("semantic", "fixed", "recursive", "markdown")
 RETRIEVALS = ("hybrid", "dense", "bm25_rerank", "hyde")
 DEFAULT_CHUNK_SIZE = 300
+PARTIAL_NAME = ".{}.partial"  # an upload is written under this name first, then renamed over the real one
 PASSAGE_CHARS = 300  # passages shown to the grader are cut here (prompt processing is the cost on CPU)
 
 ROUTER_SYSTEM = (
@@ -80,8 +82,9 @@ GRADE_PROMPT = (
     "Grade the answer from 1 (poor) to 5 (excellent).\n"
     "faithfulness: every statement is supported by the passages\n"
     "relevance: the answer addresses the question\n"
-    "completeness: the answer gives everything the question asks for\n\n"
-    "Passages:\n{passages}\n\nQuestion: {question}\nAnswer: {answer}"
+    "completeness: the answer gives everything the question asks for\n"
+    + PASSAGE_RULE
+    + "\n\nPassages:\n{passages}\n\nQuestion: {question}\nAnswer: {answer}"
 )
 HELP = {
     "en": (
@@ -241,14 +244,21 @@ def router_messages(request: str, has_files: bool) -> list:
 
 
 def structured(llm: BaseChatModel, schema: type[BaseModel]) -> Any:
-    """`llm.with_structured_output(schema)` that never streams. In a graph streamed with stream_mode="messages",
-    a streamed llama.cpp tool call repeats the tool name in every chunk, and the merged call no longer parses."""
-    return llm.model_copy(update={"disable_streaming": "tool_calling"}).with_structured_output(schema)
+    """`rag_lib.models.structured_output(llm, schema)`: never streamed (in a graph streamed with
+    stream_mode="messages" a streamed llama.cpp tool call repeats the tool name in every chunk, and the merged call
+    no longer parses); a reply outside the schema raises StructuredOutputError."""
+    return structured_output(llm, schema)
 
 
 def route_request(llm: BaseChatModel, request: str, has_files: bool = False) -> Action:
-    """The model's action for a request (one structured call)."""
+    """The model's action for a request (one structured call); StructuredOutputError when its reply is unusable."""
     return structured(llm, Route).invoke(router_messages(request, has_files)).action
+
+
+def fallback_action(request: str) -> Action:
+    """The action when the model's route is unusable: a question is answered from the documents, anything else
+    gets the help text (nothing is stored on a guess)."""
+    return "retrieve" if split_note(request)[1] or request.rstrip().endswith(("?", "？")) else "unknown"
 
 
 # ---------------------------------------------------------------- saving documents
@@ -268,9 +278,17 @@ def safe_name(name: str) -> str:
         raise UploadError(f"{name!r}: no file name after the last '/'")
     if base.startswith("."):
         raise UploadError(f"{base!r}: hidden file names (starting with '.') are not accepted")
-    if any(ord(ch) < 32 for ch in base) or len(base.encode()) > 255:
-        raise UploadError(f"{base!r}: control characters or over 255 bytes; rename the file")
+    try:
+        check_source(base)  # not UTF-8, or control characters
+    except LoadError as error:
+        raise UploadError(str(error)) from None
     return base
+
+
+def name_limit(folder: Path) -> int:
+    """The longest upload name, in bytes, that `folder`'s file system takes, leaving room for PARTIAL_NAME."""
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    return os.pathconf(existing, "PC_NAME_MAX") - len(PARTIAL_NAME.format(""))
 
 
 def content_hash(data: bytes) -> str:
@@ -324,8 +342,11 @@ def save_document(
     try:
         base, text = check_upload(name, data)
     except UploadError as error:
-        return Saved(Path(name.replace("\\", "/")).name or name, "error", message=str(error))
-    upload_dir = Path(upload_dir).resolve()
+        return Saved(shown_name(Path(name.replace("\\", "/")).name or name), "error", message=str(error))
+    upload_dir, size = Path(upload_dir).resolve(), len(base.encode())
+    if size > name_limit(upload_dir):
+        return Saved(base, "error", message=f"{base}: the name is {size} bytes, over the {name_limit(upload_dir)} "
+                     "the upload folder takes; rename the file shorter")
     target = upload_dir / base
     if target.resolve().parent != upload_dir:  # e.g. an existing symlink pointing elsewhere
         return Saved(base, "error", message=f"{base}: this name points outside the upload folder")
@@ -345,11 +366,16 @@ def save_document(
         row |= {"content_sha256": digest, "chunking": label, "file_language": language}
     embed_rows(rows, embeddings)
     ensure_collection(client, len(rows[0]["dense"]), collection)
-    upload_dir.mkdir(parents=True, exist_ok=True)
-    previous = target.read_bytes() if target.exists() else None
-    partial = upload_dir / f".{base}.partial"
-    partial.write_bytes(data)
-    os.replace(partial, target)
+    partial = upload_dir / PARTIAL_NAME.format(base)
+    try:
+        upload_dir.mkdir(parents=True, exist_ok=True)
+        previous = target.read_bytes() if target.exists() else None
+        partial.write_bytes(data)
+        os.replace(partial, target)
+    except OSError as error:  # disk full, no permission...: this file is reported, a batch goes on
+        partial.unlink(missing_ok=True)
+        return Saved(base, "error", message=f"{base}: cannot be written to the upload folder ({error.strerror}); "
+                     "nothing changed")
     try:
         write_file(client, collection, rows)
     except Exception:  # put the folder back as it was, then report the database error
@@ -361,6 +387,30 @@ def save_document(
     status = "updated" if previous is not None else "indexed"
     return Saved(base, status, rows[0]["source"], len(rows), language, label,
                  f"{base}: {status}, {len(rows)} chunk{'s' * (len(rows) != 1)} ({label}), language {language}")
+
+
+def save_upload(
+    client: MilvusClient,
+    embeddings: Embeddings,
+    upload_dir: Path,
+    path: str | Path,
+    chunking: str | None = None,
+    chunk_size: int | None = None,
+    collection: str = DEFAULT_COLLECTION,
+) -> Saved:
+    """`save_document` for an uploaded file on disk: one over the size limit is refused unread, and one that cannot
+    be read is reported, so a bad file in a batch never stops the others."""
+    path = Path(path)
+    name = shown_name(path.name)
+    try:
+        size, limit = path.stat().st_size, max_file_bytes()
+        if size > limit:
+            return Saved(name, "error", message=f"{name}: {size / 2**20:.1f} MB is over the {limit / 2**20:g} MB "
+                         "limit (RAG_MAX_FILE_MB); nothing changed")
+        data = path.read_bytes()
+    except OSError as error:
+        return Saved(name, "error", message=f"{name}: cannot be read ({error.strerror}); nothing changed")
+    return save_document(client, embeddings, upload_dir, path.name, data, chunking, chunk_size, collection)
 
 
 def indexed_documents(client: MilvusClient, collection: str = DEFAULT_COLLECTION) -> list[dict]:
@@ -439,10 +489,14 @@ def retrieval_scores(client: MilvusClient, documents: list[Document], collection
 
 
 def grade_answer(llm: BaseChatModel, question: str, documents: list[Document], answer: str) -> AnswerGrade:
-    """One structured LLM call grading faithfulness, relevance and completeness from 1 to 5."""
-    passages = "\n".join(f"[{i}] {d.page_content[:PASSAGE_CHARS]}" for i, d in enumerate(documents, 1))
-    prompt = GRADE_PROMPT.format(passages=passages, question=question, answer=answer)
-    return structured(llm, AnswerGrade).invoke([HumanMessage(prompt)])
+    """One structured LLM call grading faithfulness, relevance and completeness from 1 to 5 (StructuredOutputError
+    when the reply is unusable)."""
+
+    def prompt(question: str, documents: list[Document]) -> list:
+        passages = "\n".join(passage_block(i, d.page_content[:PASSAGE_CHARS]) for i, d in enumerate(documents, 1))
+        return [HumanMessage(GRADE_PROMPT.format(passages=passages, question=question, answer=answer))]
+
+    return structured(llm, AnswerGrade).invoke(prompt(*fit_prompt(llm, prompt, question, documents)))
 
 
 # ---------------------------------------------------------------- the graph
@@ -473,11 +527,15 @@ def build_router_graph(
             retrieval=state.get("retrieval") if state.get("retrieval") not in (None, "auto") else parsed.retrieval,
             files=parsed.files,
         )
+        notes = []
         if not request:
             action, by, calls = ("save" if files else "unknown"), "rule", 0
         else:
-            action, by, calls = route_request(llm, request, bool(files)), "model", 1
-        notes = []
+            try:
+                action, by, calls = route_request(llm, request, bool(files)), "model", 1
+            except StructuredOutputError as error:
+                action, by, calls = fallback_action(request), "rule", 1
+                notes.append(f"the router's reply was unusable ({error}): {action!r} by rule")
         if files and action in ("retrieve", "unknown"):  # given files are always stored
             notes.append(f"the model said {action!r}, but files were given: they are saved first")
             action, by = ("save_then_retrieve" if action == "retrieve" else "save"), "model+rule"
@@ -491,18 +549,22 @@ def build_router_graph(
             note, question = "", request
         if action == "unknown":
             note, question = "", ""
-        return {"action": action, "routed_by": by, "options": options, "note": note,
-                "question": search_question(question),
+        question = search_question(question)
+        if len(question) > MAX_QUERY_CHARS:  # every character costs embedding and prompt time
+            notes.append(f"the question is {len(question):,} characters long: only its first {MAX_QUERY_CHARS:,} "
+                         "were used; to ask about a long text, save it as a note or a file first")
+            question = cap_query(question)
+        return {"action": action, "routed_by": by, "options": options, "note": note, "question": question,
                 "llm_calls": calls, "notes": notes}
 
     def save(state: AppState) -> AppState:
         options = state["options"]
-        documents = [(Path(p).name, Path(p).read_bytes()) for p in state.get("files") or []]
+        saved = [save_upload(client, embeddings, upload_dir, path, options.chunking, options.chunk_size, collection)
+                 for path in state.get("files") or []]
         if state.get("note"):
             data = state["note"].encode("utf-8")
-            documents.append((f"note_{content_hash(data)[:10]}.txt", data))
-        saved = [save_document(client, embeddings, upload_dir, name, data, options.chunking, options.chunk_size,
-                               collection) for name, data in documents]
+            saved.append(save_document(client, embeddings, upload_dir, f"note_{content_hash(data)[:10]}.txt", data,
+                                       options.chunking, options.chunk_size, collection))
         if not saved:
             saved = [Saved("(nothing)", "error", message="there was no text or file to save: write it after 'Save this:'")]
         if state["action"] == "save" or not any(s.source for s in saved):  # nothing to answer from
@@ -525,15 +587,21 @@ def build_router_graph(
         return {"documents": documents, "strategy": strategy | {"used": used}, "llm_calls": calls}
 
     def answer(state: AppState) -> AppState:
-        reply = llm.invoke(answer_messages(state["question"], state["documents"]))
+        reply = llm.invoke(answer_messages(state["question"], state["documents"], llm))
         return {"answer": str(reply.content).strip(), "llm_calls": 1}
 
     def refuse(state: AppState) -> AppState:
         return {"answer": refusal_for(state["question"])}
 
     def evaluate(state: AppState) -> AppState:
-        grade = grade_answer(llm, state["question"], state["documents"], state["answer"])
-        return {"scores": retrieval_scores(client, state["documents"], collection) | grade.model_dump(), "llm_calls": 1}
+        """Retrieval scores and the LLM grade; an unusable grade leaves the grades None (the answer stands)."""
+        scores = retrieval_scores(client, state["documents"], collection)
+        try:
+            grade = grade_answer(llm, state["question"], state["documents"], state["answer"]).model_dump()
+        except StructuredOutputError as error:
+            grade = dict.fromkeys(AnswerGrade.model_fields)
+            return {"scores": scores | grade, "llm_calls": 1, "notes": [f"LLM evaluation unavailable: {error}"]}
+        return {"scores": scores | grade, "llm_calls": 1}
 
     def unknown(state: AppState) -> AppState:
         count = len(indexed_documents(client, collection))
