@@ -31,6 +31,7 @@ from rag_lib.graphs.router import (
     save_upload,
     stream_request,
 )
+from rag_lib.loaders import max_file_bytes
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT
 
 FILE_COLUMNS = ["file", "chunks", "language", "chunking"]

@@ -46,7 +46,7 @@ from rag_lib.demo import DOCS
 from rag_lib.gguf import cache_dir
 from rag_lib.index import chunk_rows, embed_rows, list_files, read_text, split_text, write_file
 from rag_lib.models import embedding_settings, raw_embeddings
-from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_collection
+from rag_lib.store import DEFAULT_COLLECTION, connect, ensure_collection
 
 K = 10
 BATCH = 25  # queries per call for the recall pass (its per-query time is the "batched" latency)
