@@ -344,3 +344,12 @@ def test_checkpoint_reader_has_the_judge_graph_shape_and_never_runs(tmp_path):
 def test_rebuild_tree_names_a_missing_database(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint database"):
         rebuild_tree(tmp_path / "missing.sqlite", "root")
+
+
+def test_an_over_long_follow_up_is_cut_not_thrown_away_with_the_score():
+    """JSON mode on a server does not enforce the schema's max_length (llama.cpp's grammar does)."""
+    from rag_lib.graphs.judge import Judgment
+
+    judgment = Judgment.model_validate({"score": 2, "answer": "60 " * 40, "follow_up": "What is k? " * 20})
+    assert judgment.score == 2
+    assert judgment.answer == ("60 " * 40)[:60] and judgment.follow_up == ("What is k? " * 20)[:100]

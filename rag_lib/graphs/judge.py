@@ -42,7 +42,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Overwrite, Send
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from rag_lib.graphs.rag import answer_messages, refusal_for
 from rag_lib.models import StructuredOutputError, structured_output
@@ -73,6 +73,14 @@ class Judgment(BaseModel):
         default="", max_length=60, description="if 2: the answer in a few words, copied from the passage"
     )
     follow_up: str = Field(default="", max_length=100, description="if 1: a short question for the missing fact")
+
+    @field_validator("answer", "follow_up", mode="before")
+    @classmethod
+    def cut_to_limit(cls, value: object, info: ValidationInfo) -> object:
+        """An over-long answer or follow-up is cut to its limit, not thrown away with the score: llama.cpp's grammar
+        enforces the limit, JSON mode on a server does not."""
+        limit = cls.model_fields[info.field_name].metadata[0].max_length
+        return value[:limit] if isinstance(value, str) else value
 
 
 class JudgeState(TypedDict, total=False):
