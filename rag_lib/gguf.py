@@ -16,6 +16,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from rag_lib.settings import ConfigError, settings
+
 QWEN_FILENAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 QWEN_SIZE = 1_117_320_768
@@ -30,9 +32,7 @@ class ModelFileError(RuntimeError):
 def cache_dir() -> Path:
     """Folder for assembled models and other large artifacts (env RAG_CACHE_DIR, default ~/.cache/rag_lib), created
     when missing; a path that cannot be a folder (a file, no permission) is a ConfigError naming RAG_CACHE_DIR."""
-    from rag_lib.models import ConfigError  # imported here: rag_lib.models imports this module
-
-    folder = Path(os.environ.get("RAG_CACHE_DIR") or Path.home() / ".cache" / "rag_lib")
+    folder = settings().RAG_CACHE_DIR
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -139,9 +139,10 @@ def assemble(parts: list[Path], target: Path, expected_sha256: str, expected_siz
     return target
 
 
-def ensure_qwen_gguf() -> Path:
-    """Path of the verified default model, assembling (or rebuilding a corrupt copy) when needed."""
-    target = cache_dir() / QWEN_FILENAME
+def ensure_qwen_gguf(folder: Path | None = None) -> Path:
+    """Path of the verified default model in `folder` (default: `cache_dir()`), assembling (or rebuilding a corrupt
+    copy) when needed."""
+    target = (folder or cache_dir()) / QWEN_FILENAME
     if is_verified(target, QWEN_SHA256):
         return target
     return assemble(part_paths(), target, QWEN_SHA256, QWEN_SIZE)

@@ -17,13 +17,12 @@
 
 from __future__ import annotations
 
-import os
-
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStoreRetriever
 from langchain_milvus import BM25BuiltInFunction, Milvus
 
+from rag_lib.settings import settings
 from rag_lib.store import ANALYZER_PARAMS, DENSE_SEARCH_PARAMS, HNSW_BUILD, SPARSE_SEARCH_PARAMS, chunk_id
 
 VECTOR_FIELDS = ["dense", "sparse"]  # same names and order as the explicit schema
@@ -57,7 +56,7 @@ def hybrid_store(embeddings: Embeddings, uri: str, collection: str = "lc_docs", 
         builtin_function=bm25,
         vector_field=VECTOR_FIELDS,
         collection_name=collection,
-        connection_args={"uri": uri, "token": os.environ.get("MILVUS_TOKEN", "")},
+        connection_args={"uri": uri, "token": settings().MILVUS_TOKEN},
         index_params=INDEX_PARAMS,
         search_params=SEARCH_PARAMS,
         enable_dynamic_field=True,  # Document.metadata keys become fields

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import os
 import re
 import unicodedata
 import zipfile
@@ -23,7 +22,8 @@ from bs4 import BeautifulSoup, NavigableString
 from pypdf import PdfReader, PdfWriter
 from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
-DEFAULT_MAX_FILE_MB = 5.0
+from rag_lib.settings import settings
+
 # Tags whose text a reader never sees on the page.
 INVISIBLE_TAGS = ["script", "style", "noscript", "template", "head"]
 # Block tags end a paragraph; headings become Markdown headers so the header-based chunker can use them.
@@ -51,13 +51,8 @@ class LoadedFile:
 
 
 def max_file_bytes() -> int:
-    """The size limit in bytes, from RAG_MAX_FILE_MB (megabytes, default 5)."""
-    value = os.environ.get("RAG_MAX_FILE_MB", "").strip() or str(DEFAULT_MAX_FILE_MB)
-    try:
-        megabytes = float(value)
-    except ValueError:
-        raise ValueError(f"RAG_MAX_FILE_MB={value!r} is not a number of megabytes (e.g. RAG_MAX_FILE_MB=20)") from None
-    return int(megabytes * 1024 * 1024)
+    """The size limit in bytes, from RAG_MAX_FILE_MB (megabytes, default 5; not a number: ConfigError)."""
+    return int(settings().RAG_MAX_FILE_MB * 1024 * 1024)
 
 
 def read_bytes(path: Path) -> bytes:

@@ -8,17 +8,14 @@ metadata has `title`, `url`, `score` and `backend`, and raises WebSearchError on
 from __future__ import annotations
 
 import math
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Protocol
 
 from langchain_core.documents import Document
 
+from rag_lib.settings import settings
 from rag_lib.text import tokenize
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CORPUS_DIR = PROJECT_ROOT / "data" / "web"
 
 
 class WebSearchError(RuntimeError):
@@ -164,8 +161,8 @@ class TavilyWebSearch:
 
 def get_web_search(corpus_dir: str | Path | None = None) -> WebSearch:
     """Tavily when TAVILY_API_KEY is set; else offline BM25 over corpus_dir, $RAG_WEB_CORPUS or <project>/data/web."""
-    api_key = os.environ.get("TAVILY_API_KEY", "").strip()
-    if api_key:
-        return TavilyWebSearch(api_key)
-    folder = corpus_dir or os.environ.get("RAG_WEB_CORPUS", "").strip() or DEFAULT_CORPUS_DIR
+    env = settings()
+    if env.TAVILY_API_KEY:
+        return TavilyWebSearch(env.TAVILY_API_KEY)
+    folder = corpus_dir or env.RAG_WEB_CORPUS
     return OfflineWebSearch.from_directory(folder)

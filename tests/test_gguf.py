@@ -105,6 +105,17 @@ def test_ensure_rebuilds_a_corrupt_cached_model(monkeypatch, parts, tmp_path):
     assert rebuilt.read_bytes() == whole
 
 
+def test_ensure_builds_in_an_explicit_folder_without_touching_the_cache(monkeypatch, parts, tmp_path):
+    paths, sha, whole = parts
+    monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(gguf, "QWEN_SHA256", sha)
+    monkeypatch.setattr(gguf, "QWEN_SIZE", len(whole))
+    monkeypatch.setattr(gguf, "part_paths", lambda: paths)
+    built = gguf.ensure_qwen_gguf(tmp_path / "elsewhere")  # how the quickstart benchmark times a first assembly
+    assert built == tmp_path / "elsewhere" / gguf.QWEN_FILENAME and built.read_bytes() == whole
+    assert os.environ["RAG_CACHE_DIR"] == str(tmp_path / "cache") and not (tmp_path / "cache").exists()
+
+
 def test_a_cache_folder_that_cannot_be_a_folder_is_a_config_error_naming_the_variable(monkeypatch, tmp_path):
     from rag_lib.models import ConfigError, get_embeddings
 

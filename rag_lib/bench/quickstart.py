@@ -4,7 +4,6 @@ retrieval ms, time to first token, generation tokens/s and total seconds."""
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 import time
@@ -23,12 +22,8 @@ from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows
 def model_timings() -> dict[str, float]:
     """Assemble the GGUF into an empty cache (first run), verify it again (cached run), load it."""
     with tempfile.TemporaryDirectory() as tmp:
-        os.environ["RAG_CACHE_DIR"] = tmp
-        try:
-            _, first = timed(gguf.ensure_qwen_gguf)
-            _, cached = timed(gguf.ensure_qwen_gguf)
-        finally:
-            del os.environ["RAG_CACHE_DIR"]
+        _, first = timed(lambda: gguf.ensure_qwen_gguf(Path(tmp)))
+        _, cached = timed(lambda: gguf.ensure_qwen_gguf(Path(tmp)))
     path = gguf.ensure_qwen_gguf()
     llm, load = timed(lambda: local_chat_model(path))
     return {"assembly_first_s": first, "assembly_cached_s": cached, "load_s": load, "llm": llm}
