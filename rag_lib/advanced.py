@@ -1,10 +1,13 @@
 """Advanced retrieval: change the query (rewrite, expand, decompose, multi-step, HyDE), change what is returned
 (small-to-big, similarity thresholds), or search several ways at once and merge (multi-query, multi-path).
 
-A "hit" is a dict as `rag_lib.retriever.Retriever.search` returns it: `id`, `score`, `text`, `source`, ... .
-A "search" is any callable from a query string to hits, best first (e.g. `retriever.search`), so the techniques
-compose. LLM calls are short prompts with small `max_tokens` and structured output where the answer is parsed:
-on the local 1.5B model each call costs seconds of prompt processing, so use them where plain retrieval fails.
+A hit is a LangChain Document, as a LangChain retriever returns it: the passage as `page_content`, and `id`,
+`score`, `similarity`, `source`, ... in `metadata`. A "search" is any callable from a query string to Documents,
+best first (e.g. `retriever.invoke`), so the techniques compose; a technique that adds a field (`queries`,
+`paths`, `via`) returns new Documents and leaves the ones it was given unchanged. LLM calls are short prompts
+with small `max_tokens` (`rag_lib.models.structured_output(..., max_tokens=)` where the answer is parsed,
+`llm.bind(max_tokens=)` for free text): on a local CPU model each call costs seconds of prompt processing, so use
+them where plain retrieval fails.
 A reply that breaks its schema never fails a search: each helper then falls back to doing nothing (the question
 as it is, no variants, no sub-questions, no further step).
 """
@@ -23,12 +26,11 @@ from pymilvus import MilvusClient
 from rag_lib.index import parent_documents
 from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.rerank import Reranker
-from rag_lib.retriever import Retriever, to_document
+from rag_lib.retriever import Retriever, to_document, with_metadata
 from rag_lib.store import DENSE_SEARCH_PARAMS, METADATA_FIELDS
 from rag_lib.text import detect_language
 
-Hit = dict
-Search = Callable[[str], list[Hit]]
+Search = Callable[[str], list[Document]]
 OUTPUT_FIELDS = ["text", *METADATA_FIELDS]
 PASSAGE_CHARS = 200  # passages shown to the multi-step judge are cut here (prompt processing is the cost)
 
@@ -91,25 +93,14 @@ class Gap(BaseModel):
     next_query: str
 
 
-def capped(llm: BaseChatModel, max_tokens: int) -> BaseChatModel:
-    """A copy of `llm` that stops after `max_tokens` (it shares the loaded model and its lock). Not
-    `llm.bind(max_tokens=...)`: `with_structured_output` on a binding drops the bound arguments."""
-    return llm.model_copy(update={"max_tokens": max_tokens})
-
-
-def structured(llm: BaseChatModel, schema: type[BaseModel], max_tokens: int) -> Callable[[str], BaseModel]:
-    """`llm` forced to answer with `schema`, output capped (`rag_lib.models.structured_output`: a grammar on
-    llama.cpp; on a server the method it supports); a reply outside the schema raises StructuredOutputError."""
-    return structured_output(llm, schema, max_tokens=max_tokens).invoke
-
-
 def rewrite_query(llm: BaseChatModel, question: str, domain: str = DOMAIN) -> str:
     """Query rewriting: turn a vague or chatty question into a search query of the technical terms it is about.
 
     Why: "how does the second stage re-sort things?" does not contain the word "reranking" that its document uses.
     """
     try:
-        terms = structured(llm, Terms, 48)(REWRITE_PROMPT.format(domain=domain, question=question)).terms
+        prompt = REWRITE_PROMPT.format(domain=domain, question=question)
+        terms = structured_output(llm, Terms, max_tokens=48).invoke(prompt).terms
     except StructuredOutputError:
         return question
     return " ".join(unique([t.strip() for t in terms if t.strip()])) or question
@@ -122,7 +113,7 @@ def translate_query(llm: BaseChatModel, question: str) -> str:
     about a Chinese-only topic often misses its document entirely.
     """
     target = LANGUAGES["en" if detect_language(question) == "zh" else "zh"]
-    reply = capped(llm, 64).invoke(TRANSLATE_PROMPT.format(language=target, question=question))
+    reply = llm.bind(max_tokens=64).invoke(TRANSLATE_PROMPT.format(language=target, question=question))
     return str(reply.content).strip().splitlines()[0].strip() if str(reply.content).strip() else question
 
 
@@ -130,7 +121,7 @@ def expand_query(llm: BaseChatModel, question: str, n: int = 3, domain: str = DO
     """Query expansion: up to `n` alternative wordings of the question (for `multi_query_search`), question excluded."""
     try:
         prompt = EXPAND_PROMPT.format(domain=domain, n=n, question=question)
-        queries = structured(llm, Variants, 32 * n)(prompt).queries
+        queries = structured_output(llm, Variants, max_tokens=32 * n).invoke(prompt).queries
     except StructuredOutputError:
         return []
     return unique([q.strip() for q in queries if q.strip() and q.strip() != question])[:n]
@@ -142,7 +133,8 @@ def decompose(llm: BaseChatModel, question: str, n: int = 3) -> list[str]:
     Why: one embedding of "compare A and B" sits between A and B and may match neither document well.
     """
     try:
-        questions = structured(llm, SubQuestions, 32 * n)(DECOMPOSE_PROMPT.format(question=question)).questions
+        prompt = DECOMPOSE_PROMPT.format(question=question)
+        questions = structured_output(llm, SubQuestions, max_tokens=32 * n).invoke(prompt).questions
     except StructuredOutputError:
         return [question]
     return unique([q.strip() for q in questions if q.strip()])[:n] or [question]
@@ -153,22 +145,27 @@ def unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def union_search(search: Search, queries: Sequence[str], k: int | None = None) -> list[Hit]:
-    """Multi-query union: run every query, keep each hit once with its best score (and the queries that found
-    it), best first. Scores must be comparable across queries (cosine, or rank-based fusion scores)."""
-    best: dict[str, Hit] = {}
+def score_of(document: Document) -> float:
+    """The ranking score a search gave the Document (`metadata["score"]`)."""
+    return document.metadata["score"]
+
+
+def union_search(search: Search, queries: Sequence[str], k: int | None = None) -> list[Document]:
+    """Multi-query union: run every query, keep each hit once with its best score (and in `queries` the queries
+    that found it), best first. Scores must be comparable across queries (cosine, or rank-based fusion scores)."""
+    best: dict[str, Document] = {}
     for query in unique(queries):
         for hit in search(query):
-            found = best.get(hit["id"])
-            if found is None or hit["score"] > found["score"]:
-                best[hit["id"]] = {**hit, "queries": (found or {}).get("queries", [])}
-            best[hit["id"]]["queries"].append(query)
-    return sorted(best.values(), key=lambda h: h["score"], reverse=True)[:k]
+            found = best.get(hit.id)
+            queries_so_far = [*(found.metadata["queries"] if found else []), query]
+            kept = hit if found is None or score_of(hit) > score_of(found) else found
+            best[hit.id] = with_metadata(kept, queries=queries_so_far)
+    return sorted(best.values(), key=score_of, reverse=True)[:k]
 
 
 def multi_query_search(
     llm: BaseChatModel, search: Search, question: str, n: int = 2, translate: bool = True, k: int | None = None
-) -> list[Hit]:
+) -> list[Document]:
     """Multi-query: the question, its translation (`translate_query`) and `n` LLM wordings of it, each searched,
     then united (LangChain's MultiQueryRetriever, plus the cross-lingual variant that this corpus needs)."""
     queries = [question, *([translate_query(llm, question)] if translate else []), *expand_query(llm, question, n)]
@@ -177,7 +174,7 @@ def multi_query_search(
 
 def decomposed_search(
     llm: BaseChatModel, search: Search, question: str, n: int = 3, k: int | None = None
-) -> tuple[list[str], list[Hit]]:
+) -> tuple[list[str], list[Document]]:
     """Search the question and each sub-question of `decompose`, and unite the hits, so every part of the question
     gets passages; returns the sub-questions too (they show what was searched)."""
     parts = decompose(llm, question, n)
@@ -188,7 +185,7 @@ def decomposed_search(
 class MultiStepResult:
     """Hits gathered over the steps, and per step the query searched and what the judge then found missing."""
 
-    hits: list[Hit] = field(default_factory=list)
+    hits: list[Document] = field(default_factory=list)
     steps: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -199,17 +196,17 @@ def multi_step_search(llm: BaseChatModel, search: Search, question: str, max_ste
 
     Why: a question with several parts, or whose second hop depends on the first, is not answered by one search.
     """
-    judge = structured(llm, Gap, 64)
+    judge = structured_output(llm, Gap, max_tokens=64)
     result, seen, query = MultiStepResult(), set(), question
     for _ in range(max_steps):
-        new = [h for h in search(query)[:k] if h["id"] not in seen]
+        new = [h for h in search(query)[:k] if h.id not in seen]
         if not new and result.hits:
             break
-        seen.update(h["id"] for h in new)
+        seen.update(h.id for h in new)
         result.hits += new
-        passages = "\n".join(f"- {h['text'][:PASSAGE_CHARS]}" for h in result.hits)
+        passages = "\n".join(f"- {h.page_content[:PASSAGE_CHARS]}" for h in result.hits)
         try:
-            gap = judge(JUDGE_PROMPT.format(passages=passages, question=question))
+            gap = judge.invoke(JUDGE_PROMPT.format(passages=passages, question=question))
         except StructuredOutputError:  # an unusable verdict counts as "nothing missing": stop here
             result.steps.append((query, ""))
             break
@@ -226,25 +223,29 @@ def hypothetical_passage(llm: BaseChatModel, question: str, language: str | None
     question's). Its facts may be wrong; only its wording and topic are used."""
     language = language or LANGUAGES[detect_language(question)]
     prompt = HYDE_PROMPT.format(language=language, question=question)
-    return str(capped(llm, max_tokens).invoke(prompt).content).strip()
+    return str(llm.bind(max_tokens=max_tokens).invoke(prompt).content).strip()
 
 
 def search_by_vector(
     client: MilvusClient, collection: str, vector: list[float], k: int = 4, filter: str = "",
     output_fields: list[str] = OUTPUT_FIELDS,
-) -> list[Hit]:
-    """Dense search with a ready vector (public `client.search`); `score` and `similarity` are the cosine."""
+) -> list[Document]:
+    """Dense search with a ready vector (public `client.search`), best first; `score` and `similarity` in the
+    metadata are the cosine to `vector`, the other `output_fields` (besides `text`) are metadata too."""
     results = client.search(
         collection, data=[vector], anns_field="dense", search_params=DENSE_SEARCH_PARAMS, limit=k, filter=filter,
         output_fields=output_fields,
     )[0]
-    return [{"id": h["id"], "score": float(h["distance"]), "similarity": float(h["distance"]), **h["entity"]} for h in results]
+    return [
+        to_document({"id": h["id"], "score": float(h["distance"]), "similarity": float(h["distance"]), **h["entity"]})
+        for h in results
+    ]
 
 
 def hyde_search(
     llm: BaseChatModel, client: MilvusClient, embeddings: Embeddings, question: str, collection: str, k: int = 4,
     language: str | None = None,
-) -> tuple[str, list[Hit]]:
+) -> tuple[str, list[Document]]:
     """HyDE (Hypothetical Document Embeddings): search with the embedding of a hypothetical answer passage.
 
     Why: a passage looks more like the stored passages than a question does. The passage is embedded as a
@@ -260,33 +261,39 @@ def small_to_big(retriever: Retriever, question: str) -> list[Document]:
     return parent_documents(retriever.client, retriever.invoke(question), retriever.collection)
 
 
-def threshold_filter(hits: list[Hit], min_similarity: float | None = None, max_drop: float | None = None) -> list[Hit]:
-    """Similarity thresholds: drop hits below an absolute cosine `min_similarity` (off-topic questions then get
-    nothing) and hits more than `max_drop` below the best one (a relative cut that adapts to each query)."""
+def threshold_filter(
+    hits: list[Document], min_similarity: float | None = None, max_drop: float | None = None
+) -> list[Document]:
+    """Similarity thresholds: drop hits whose cosine `similarity` (metadata) is below an absolute `min_similarity`
+    (off-topic questions then get nothing) or more than `max_drop` below the best one (a relative cut that adapts
+    to each query)."""
     if min_similarity is not None:
-        hits = [h for h in hits if h["similarity"] >= min_similarity]
+        hits = [h for h in hits if h.metadata["similarity"] >= min_similarity]
     if max_drop is not None and hits:
-        best = max(h["similarity"] for h in hits)
-        hits = [h for h in hits if h["similarity"] >= best - max_drop]
+        best = max(h.metadata["similarity"] for h in hits)
+        hits = [h for h in hits if h.metadata["similarity"] >= best - max_drop]
     return hits
 
 
-def rrf_merge(ranked: dict[str, list[Hit]], k: int | None = None, rrf_k: int = 60) -> list[Hit]:
-    """Reciprocal Rank Fusion of named hit lists by `id`: score = sum of 1/(rrf_k + rank); `paths` records the
-    rank in each list that found the hit. Ranks only, so lists with incomparable scores merge fairly."""
-    fused: dict[str, Hit] = {}
+def rrf_merge(ranked: dict[str, list[Document]], k: int | None = None, rrf_k: int = 60) -> list[Document]:
+    """Reciprocal Rank Fusion of named hit lists by Document id: score = sum of 1/(rrf_k + rank); `paths` records
+    the rank in each list that found the hit. Ranks only, so lists with incomparable scores merge fairly."""
+    first: dict[str, Document] = {}  # the hit as the first list that found it has it
+    paths: dict[str, dict[str, int]] = {}
     for name, hits in ranked.items():
         for rank, hit in enumerate(hits, 1):
-            entry = fused.setdefault(hit["id"], {**hit, "score": 0.0, "paths": {}})
-            if name not in entry["paths"]:  # a list that repeats an id counts its best rank once
-                entry["paths"][name] = rank
-                entry["score"] += 1.0 / (rrf_k + rank)
-    return sorted(fused.values(), key=lambda h: h["score"], reverse=True)[:k]
+            first.setdefault(hit.id, hit)
+            paths.setdefault(hit.id, {}).setdefault(name, rank)  # a list that repeats an id counts its best rank once
+    fused = [
+        with_metadata(hit, score=sum(1.0 / (rrf_k + rank) for rank in paths[id_].values()), paths=paths[id_])
+        for id_, hit in first.items()
+    ]
+    return sorted(fused, key=score_of, reverse=True)[:k]
 
 
 def multi_path_search(
     question: str, paths: dict[str, Search], k: int = 4, reranker: Reranker | None = None, rrf_k: int = 60
-) -> list[Hit]:
+) -> list[Document]:
     """Multi-path retrieval: run several searches (granularities, similarities, e.g. dense chunks, BM25 chunks,
     node groups mapped back to chunks), merge them with RRF, then optionally rerank the merged candidates.
 
@@ -295,5 +302,4 @@ def multi_path_search(
     merged = rrf_merge({name: search(question) for name, search in paths.items()}, rrf_k=rrf_k)
     if reranker is None or not merged:
         return merged[:k]
-    documents = reranker.rerank(question, [to_document(h) for h in merged], k)
-    return [{**d.metadata, "text": d.page_content, "score": d.metadata["rerank_score"]} for d in documents]
+    return [with_metadata(d, score=d.metadata["rerank_score"]) for d in reranker.rerank(question, merged, k)]

@@ -1,5 +1,6 @@
 """Approximate nearest-neighbour (ANN) experiments on Milvus: one bare vector collection, rebuilt with each
-index type and parameter set, and recall@k measured against an exact FLAT search of the same collection.
+index type and parameter set, and its recall of the exact top-k (`neighbour_recall`) measured against an exact FLAT
+search of the same collection.
 
 Milvus Lite quirk (pymilvus 3.0.2 + milvus-lite 3.2.2): build params passed the normal way
 (`params={"M": 8}`) are silently dropped and the defaults used; nested as `params={"params": {"M": 8}}` they
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,9 @@ from pymilvus import DataType, MilvusClient, MilvusException
 VECTOR_FIELD = "vec"
 METRIC = "COSINE"
 INSERT_BATCH = 2000
+# Where a refused index is logged: pymilvus logs the error with a traceback, Milvus Lite's in-process server logs
+# the refusal.
+REFUSAL_LOGGERS = ("pymilvus.decorators", "milvus_lite.adapter.grpc.servicer")
 
 
 def unit_vectors(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
@@ -66,18 +71,31 @@ def build_index(
     return time.perf_counter() - start
 
 
+@contextmanager
+def silenced(names: Sequence[str]) -> Iterator[None]:
+    """Drop every record of the named loggers inside the block, then give them back their own levels."""
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
 def try_index_type(client: MilvusClient, name: str, index_type: str, build: dict[str, Any] | None = None) -> str:
-    """Build `index_type` and report "ok" or the server's refusal (its error logging silenced meanwhile).
+    """Build `index_type` and report "ok" or the server's refusal (the refusal's error logs silenced meanwhile,
+    other logging untouched).
 
     On Lite a refused type stays listed by describe_index until dropped; `build_index` drops it first."""
-    logging.disable(logging.CRITICAL)  # pymilvus and Lite log a traceback for every refused index
-    try:
-        build_index(client, name, index_type, build)
-        return "ok"
-    except MilvusException as error:
-        return error.message
-    finally:
-        logging.disable(logging.NOTSET)
+    with silenced(REFUSAL_LOGGERS):
+        try:
+            build_index(client, name, index_type, build)
+            return "ok"
+        except MilvusException as error:
+            return error.message
 
 
 def describe_vector_index(client: MilvusClient, name: str) -> dict[str, Any]:
@@ -111,8 +129,10 @@ def search_ids(
     return found, seconds
 
 
-def recall_at_k(found: Sequence[Sequence[Any]], truth: Sequence[Sequence[Any]], k: int = 10) -> float:
-    """Mean over queries of |ANN top-k ∩ exact top-k| / |exact top-k| (order inside the top-k ignored)."""
+def neighbour_recall(found: Sequence[Sequence[Any]], truth: Sequence[Sequence[Any]], k: int = 10) -> float:
+    """How many of the exact nearest neighbours an ANN search found: mean over queries of |ANN top-k ∩ exact
+    top-k| / |exact top-k| (order inside the top-k ignored). Not `rag_lib.evaluation.recall_at_k`, which asks
+    whether the RELEVANT documents were retrieved."""
     if len(found) != len(truth):
         raise ValueError(f"{len(found)} result rows for {len(truth)} ground-truth rows")
     scores = []

@@ -1,16 +1,14 @@
-"""CMRC 2018 (SQuAD-format Chinese reading comprehension) loader for benchmarks. The trial split ships in
-`data/cmrc2018/` under its own licence (CC BY-SA 4.0, see the README there); $CMRC_PATH points at another copy."""
+"""CMRC 2018 (SQuAD-format Chinese reading comprehension): the one loader every benchmark uses. The trial split
+ships in `data/cmrc2018/` under its own licence (CC BY-SA 4.0, see the README there); $CMRC_PATH points at another
+copy."""
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_lib.store import PROJECT_ROOT
-
-DEFAULT_PATH = PROJECT_ROOT / "data" / "cmrc2018" / "cmrc2018_trial.json"
+from rag_lib.settings import settings
 
 
 @dataclass(frozen=True)
@@ -27,14 +25,25 @@ class Question:
 class Dataset:
     """Contexts by id, and the questions about them."""
 
-    contexts: dict[str, str]
+    contexts: dict[str, str]  # in file order
     titles: dict[str, str]
-    questions: list[Question]
+    questions: list[Question]  # in file order
+
+    def head(self, n: int | None) -> Dataset:
+        """The first `n` contexts (all when None) and the questions about them: a small slice for a quick run."""
+        if n is None:
+            return self
+        ids = list(self.contexts)[:n]
+        kept = set(ids)
+        return Dataset(
+            {i: self.contexts[i] for i in ids}, {i: self.titles[i] for i in ids},
+            [q for q in self.questions if q.context_id in kept],
+        )
 
 
 def cmrc_path(path: str | Path | None = None) -> Path:
     """The CMRC json: the argument, else $CMRC_PATH, else the trial split in data/; a clear error if absent."""
-    resolved = Path(path or os.environ.get("CMRC_PATH") or DEFAULT_PATH)
+    resolved = Path(path or settings().CMRC_PATH)
     if not resolved.is_file():
         raise FileNotFoundError(
             f"CMRC 2018 data not found at {resolved}: pass --cmrc PATH or set CMRC_PATH to cmrc2018_trial.json "

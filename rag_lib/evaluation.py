@@ -3,39 +3,17 @@
 The answer scheme is chosen per pair: when the gold or the prediction holds any CJK character, both are scored
 as the CMRC 2018 script does (its punctuation list dropped, mixed segmentation, longest-common-substring F1), so
 "1990年" against "1990" or "NBA球队" against "NBA" get partial credit as there; otherwise as SQuAD v1.1 (articles
-and punctuation dropped, bag-of-tokens F1). Context recall matches an answer in text by mixed segmentation, whatever the languages.
+and punctuation dropped, bag-of-tokens F1); the normalisation lives in `rag_lib.matching`. Context recall matches an
+answer in text by mixed segmentation (`rag_lib.matching.tokens_occur_in`), whatever the languages.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
+from rag_lib.matching import normalized_tokens, scoring_scheme, tokens_occur_in
 from rag_lib.text import split_sentences
-
-_CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # same ranges as rag_lib.text
-_HAS_CJK = re.compile(f"[{_CJK}]")
-# The official CMRC 2018 scorer deletes these characters before segmenting (its `sp_char` list), so "GPT-4"
-# becomes one token "gpt4".
-_CMRC_PUNCTUATION = re.compile(r"[-:_*^/\\~`+=，。：？！“”；’《》…·、「」（）－～『』]")
-# Then one token per CJK character, one per run of other letters/digits; other punctuation and spaces fall out.
-_MIXED_TOKEN = re.compile(rf"[{_CJK}]|[^\W_{_CJK}]+")
-_PUNCTUATION = re.compile(r"[^\w\s]|_")
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
-
-
-def _tokens(text: str, language: str) -> list[str]:
-    """Normalise and tokenise text: CMRC 2018 mixed segmentation for "zh", SQuAD normalisation for "en"."""
-    text = text.lower()
-    if language == "zh":
-        return _MIXED_TOKEN.findall(_CMRC_PUNCTUATION.sub("", text))
-    return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text)).split()
-
-
-def _scheme(*texts: str) -> str:
-    """"zh" (CMRC 2018 scoring) when any of the texts holds a CJK character, else "en" (SQuAD v1.1)."""
-    return "zh" if any(_HAS_CJK.search(t) for t in texts) else "en"
 
 
 def _gold_list(golds: str | Sequence[str]) -> list[str]:
@@ -61,9 +39,9 @@ def _lcs_length(a: list[str], b: list[str]) -> int:
 
 def _f1_single(prediction: str, gold: str) -> float:
     """F1 against one gold: LCS-based for Chinese (CMRC 2018), token-overlap for English (SQuAD v1.1)."""
-    language = _scheme(gold, prediction)
-    pred, ref = _tokens(prediction, language), _tokens(gold, language)
-    common = _lcs_length(ref, pred) if language == "zh" else sum((Counter(pred) & Counter(ref)).values())
+    scheme = scoring_scheme(gold, prediction)
+    pred, ref = normalized_tokens(prediction, scheme), normalized_tokens(gold, scheme)
+    common = _lcs_length(ref, pred) if scheme == "zh" else sum((Counter(pred) & Counter(ref)).values())
     if common == 0:
         return 0.0
     precision, recall = common / len(pred), common / len(ref)
@@ -72,8 +50,8 @@ def _f1_single(prediction: str, gold: str) -> float:
 
 def _em_single(prediction: str, gold: str) -> bool:
     """Whether prediction and one gold have the same normalised tokens under the pair's scheme."""
-    language = _scheme(gold, prediction)
-    return _tokens(prediction, language) == _tokens(gold, language)
+    scheme = scoring_scheme(gold, prediction)
+    return normalized_tokens(prediction, scheme) == normalized_tokens(gold, scheme)
 
 
 def exact_match(prediction: str, golds: str | Sequence[str]) -> float:
@@ -115,19 +93,10 @@ def reciprocal_rank(ranked_ids: Sequence[Hashable], relevant_ids: Iterable[Hasha
     return next((1.0 / rank for rank, doc_id in enumerate(ranked_ids[:k], start=1) if doc_id in relevant), 0.0)
 
 
-def _contains(text: str, answer: str) -> bool:
-    """True when the answer's tokens occur as a run in the text's tokens (mixed segmentation, so "1898" is found
-    in "创建于1898年"; English articles dropped when the answer is not Chinese, as EM normalises)."""
-    skip = set() if _HAS_CJK.search(answer) else {"a", "an", "the"}
-    needle = " ".join(t for t in _tokens(answer, "zh") if t not in skip)
-    haystack = " ".join(t for t in _tokens(text, "zh") if t not in skip)
-    return bool(needle) and f" {needle} " in f" {haystack} "
-
-
 def context_recall(contexts: Sequence[str], gold_answers: str | Sequence[str]) -> float:
     """Fraction of gold answers that appear in the joined retrieved contexts: could the generator have answered?"""
     answers, joined = _gold_list(gold_answers), "\n".join(contexts)
-    return sum(_contains(joined, answer) for answer in answers) / len(answers)
+    return sum(tokens_occur_in(answer, joined) for answer in answers) / len(answers)
 
 
 def context_relevance(contexts: Sequence[str], is_relevant: Callable[[str], bool]) -> float:
@@ -139,5 +108,5 @@ def context_relevance(contexts: Sequence[str], is_relevant: Callable[[str], bool
 def contains_any(answers: str | Sequence[str]) -> Callable[[str], bool]:
     """Judge for `context_relevance` without an LLM: a sentence is relevant if it contains a normalised gold answer."""
     gold_list = _gold_list(answers)
-    return lambda sentence: any(_contains(sentence, answer) for answer in gold_list)
+    return lambda sentence: any(tokens_occur_in(answer, sentence) for answer in gold_list)
 

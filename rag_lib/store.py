@@ -15,20 +15,20 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import re
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from pymilvus import CollectionSchema, DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import ConnectionConfigException, MilvusException
 
-from rag_lib.text import quiet_jieba
+from rag_lib.settings import PROJECT_ROOT, settings
+from rag_lib.text import detect_language, quiet_jieba
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_COLLECTION = "rag_docs"
 TEXT_MAX_LENGTH = 65535
 
@@ -71,7 +71,7 @@ def database_name(name: str) -> str:
 
 def server_uri() -> str:
     """The Milvus server address in MILVUS_URI, e.g. http://localhost:19530 ("" when unset: Milvus Lite)."""
-    return os.environ.get("MILVUS_URI", "").strip().rstrip("/")
+    return settings().MILVUS_URI
 
 
 def milvus_uri(name: str = "rag") -> str:
@@ -107,7 +107,7 @@ def server_client(uri: str, token: str, db_name: str) -> MilvusClient:
 def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
     """Open a MilvusClient: Lite `.milvus/<name>.db`, or database `database_name(name)` on the MILVUS_URI server;
     an explicit `uri` is opened as it is. A Lite database locked by another process gets a clear error."""
-    token = os.environ.get("MILVUS_TOKEN", "")
+    token = settings().MILVUS_TOKEN
     if uri is None and server_uri():
         return server_client(server_uri(), token, database_name(name))
     uri = uri or milvus_uri(name)
@@ -206,6 +206,25 @@ def require_full_text_search(client: MilvusClient) -> None:
     )
 
 
+def make_row(
+    source: str, text: str, *, chunk_index: int = 0, chunk_count: int = 1, parent_id: str = "", file_hash: str = "",
+    title: str = "", language: str | None = None, id: str | None = None, **dynamic: Any,
+) -> dict[str, Any]:
+    """One entity of `build_schema` without vectors (`dense` is added once embedded, `sparse` by Milvus' BM25
+    function): `id` defaults to `chunk_id(source, text)`, `language` to the text's; other keywords become dynamic
+    fields."""
+    return {
+        "id": id or chunk_id(source, text), "text": text, "source": source, "file_hash": file_hash,
+        "chunk_index": chunk_index, "chunk_count": chunk_count, "parent_id": parent_id,
+        "language": language or detect_language(text), "title": title, **dynamic,
+    }
+
+
+def ensure_collection_for(client: MilvusClient, embeddings: Embeddings, name: str = DEFAULT_COLLECTION) -> str:
+    """`ensure_collection` with the dimension of the vectors `embeddings` makes (one probe embedding)."""
+    return ensure_collection(client, len(embeddings.embed_query("dimension probe")), name)
+
+
 def ensure_collection(client: MilvusClient, dim: int, name: str = DEFAULT_COLLECTION) -> str:
     """Create the collection if missing (checking an existing one has dimension `dim`), and load it.
     A server too old for the schema gets MilvusVersionError first, and a failed creation leaves no collection."""
@@ -251,3 +270,12 @@ def quote(value: str) -> str:
     # Milvus Lite 3.2.2 does not support pymilvus' filter templating (filter="source == {s}", filter_params=...):
     # its parser fails at the "{". Until it does, values are written into the expression here, in one place.
     return '"' + value.translate(FILTER_ESCAPES) + '"'
+
+
+def field_filter(field: str, values: str | Iterable[str], *, exclude: bool = False) -> str:
+    """A Milvus filter on a string field: equal to `values` (one string) or one of them (several), or with
+    `exclude` the opposite; each value written with `quote`. No values: "" (no filter)."""
+    if isinstance(values, str):
+        return f"{field} {'!=' if exclude else '=='} {quote(values)}"
+    listed = [quote(v) for v in values]
+    return f"{field} {'not in' if exclude else 'in'} [{', '.join(listed)}]" if listed else ""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK ideograph ranges, for regex character classes
+_CJK = re.compile(f"[{CJK_CHARS}]")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
 _WORD = re.compile(r"\w", re.UNICODE)
 
@@ -13,6 +14,11 @@ STOPWORDS: frozenset[str] = frozenset(
     "的 了 是 在 和 与 及 或 也 就 都 而 被 把 对 为 以 于 之 其 这 那 该 此 有 个 中 上 下 吗 呢 吧 啊 什么 哪 哪些 哪个 如何 怎么 多少 几 "
     "the a an of to in on for and or is are was were be been by with as at from that this it its what which who how why when where do does did".split()
 )
+
+
+def has_cjk(text: str) -> bool:
+    """Whether `text` holds at least one CJK ideograph."""
+    return _CJK.search(text) is not None
 
 
 def detect_language(text: str) -> str:

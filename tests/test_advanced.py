@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -16,6 +17,7 @@ from pydantic import Field
 from rag_lib import advanced
 from rag_lib.chunking import Chunker
 from rag_lib.index import index_directory
+from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 
 DOCS = {
@@ -32,7 +34,8 @@ DOCS = {
 
 class ScriptedChatModel(BaseChatModel):
     """TEST DOUBLE, not a language model: returns the scripted `replies` in order and records each prompt with the
-    `max_tokens` in force. A dict reply becomes a tool call, which is how `with_structured_output` is answered."""
+    `max_tokens` in force (bound to the call, else the model's own). A dict reply becomes a tool call, which is how
+    `with_structured_output` is answered."""
 
     replies: list[Any]
     max_tokens: int = 256
@@ -43,7 +46,7 @@ class ScriptedChatModel(BaseChatModel):
         return "scripted-test-double"
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
-        self.calls.append((str(messages[-1].content), self.max_tokens))
+        self.calls.append((str(messages[-1].content), kwargs.get("max_tokens", self.max_tokens)))
         reply = self.replies.pop(0)
         if isinstance(reply, dict):
             name = kwargs["tools"][0]["function"]["name"]
@@ -72,8 +75,13 @@ def chunks(milvus, embeddings, docs) -> str:
     return "chunks"
 
 
-def name(hit: dict) -> str:
-    return Path(hit["source"]).name
+def name(hit: Document) -> str:
+    return Path(hit.metadata["source"]).name
+
+
+def hit(id: str, text: str, score: float = 1.0, **metadata: Any) -> Document:
+    """A hit as a search returns it: the passage, and id, score and source in the metadata."""
+    return Document(text, id=id, metadata={"id": id, "score": score, "source": "x.md", **metadata})
 
 
 # ---- LLM transforms (scripted test double) ----
@@ -105,7 +113,7 @@ def test_multi_query_searches_question_translation_and_variants():
     queries: list[str] = []
     hits = advanced.multi_query_search(llm, fake_search(queries), "What is M in HNSW?", n=2)
     assert queries == ["What is M in HNSW?", "HNSW 的 M 是什么？", "HNSW M", "graph neighbours"]
-    assert len(hits) == 4 and all(len(h["queries"]) == 1 for h in hits)
+    assert len(hits) == 4 and all(len(h.metadata["queries"]) == 1 for h in hits)
 
 
 def test_decompose_splits_and_falls_back_to_the_question():
@@ -117,9 +125,9 @@ def test_decompose_splits_and_falls_back_to_the_question():
 def fake_search(log: list[str]):
     """A search that records its queries and returns one new hit per query."""
 
-    def search(query: str) -> list[dict]:
+    def search(query: str) -> list[Document]:
         log.append(query)
-        return [{"id": f"id-{len(log)}", "score": 1.0, "text": f"passage for {query}", "source": "x.md"}]
+        return [hit(f"id-{len(log)}", f"passage for {query}")]
 
     return search
 
@@ -152,9 +160,9 @@ def test_multi_step_stops_when_nothing_is_missing_the_query_repeats_or_nothing_n
     assert queries == ["question"]
     assert "passage for question" in llm.calls[0][0]  # the judge saw the retrieved passage
 
-    def same_hit(query: str) -> list[dict]:
+    def same_hit(query: str) -> list[Document]:
         queries.append(query)
-        return [{"id": "only", "score": 1.0, "text": "t", "source": "x.md"}]
+        return [hit("only", "t")]
 
     llm, queries = ScriptedChatModel(replies=[{"missing": "B", "next_query": "hop"}] * 5), []
     result = advanced.multi_step_search(llm, same_hit, "question", max_steps=5)
@@ -182,7 +190,8 @@ def test_hyde_embeds_the_hypothetical_passage_as_a_passage(milvus, embeddings, c
     spy = RecordingEmbeddings(embeddings)
     hypo, hits = advanced.hyde_search(llm, milvus, spy, "how does the cell index search?", "chunks", k=2)
     assert hypo == passage and spy.log == [("documents", passage)]  # passage prefix, never "query:"
-    assert name(hits[0]) == "ivf_zh.txt" and hits[0]["score"] == pytest.approx(hits[0]["similarity"])
+    assert name(hits[0]) == "ivf_zh.txt" and hits[0].metadata["score"] == pytest.approx(hits[0].metadata["similarity"])
+    assert hits[0].id == hits[0].metadata["id"] and hits[0].page_content and "text" not in hits[0].metadata
     assert llm.calls[0][1] == 96 and "in English" in llm.calls[0][0]
 
 
@@ -191,43 +200,56 @@ def test_hyde_embeds_the_hypothetical_passage_as_a_passage(milvus, embeddings, c
 def test_union_keeps_each_chunk_once_with_its_best_score(milvus, embeddings, chunks):
     retriever = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="dense", k=3)
     queries = ["HNSW neighbours per node M", "graph index with layers"]
-    per_query = {q: {h["id"]: h["score"] for h in retriever.search(q)} for q in queries}
-    union = advanced.union_search(retriever.search, queries + queries[:1])  # a repeated query is searched once
-    ids = [h["id"] for h in union]
+    per_query = {q: {h.id: h.metadata["score"] for h in retriever.invoke(q)} for q in queries}
+    union = advanced.union_search(retriever.invoke, queries + queries[:1])  # a repeated query is searched once
+    ids = [h.id for h in union]
     assert len(ids) == len(set(ids)) == len(set(per_query[queries[0]]) | set(per_query[queries[1]]))
-    for hit in union:
-        assert hit["score"] == pytest.approx(max(s[hit["id"]] for s in per_query.values() if hit["id"] in s))
-        assert set(hit["queries"]) == {q for q in queries if hit["id"] in per_query[q]}
-    assert [h["score"] for h in union] == sorted((h["score"] for h in union), reverse=True)
-    shared = [h for h in union if len(h["queries"]) == 2]
+    for found in union:
+        assert found.metadata["score"] == pytest.approx(max(s[found.id] for s in per_query.values() if found.id in s))
+        assert set(found.metadata["queries"]) == {q for q in queries if found.id in per_query[q]}
+    assert [h.metadata["score"] for h in union] == sorted((h.metadata["score"] for h in union), reverse=True)
+    shared = [h for h in union if len(h.metadata["queries"]) == 2]
     assert shared, "both queries should find the HNSW chunk"
 
 
+def test_union_and_rrf_leave_the_searched_documents_unchanged():
+    x, y = hit("x", "x", 0.9), hit("y", "y", 0.8)
+    union = advanced.union_search(lambda q: [x, y], ["q1", "q2"])
+    merged = advanced.rrf_merge({"a": [x, y], "b": [y]})
+    assert union[0].metadata["queries"] == ["q1", "q2"] and merged[0].metadata["paths"] == {"a": 2, "b": 1}
+    assert x.metadata == {"id": "x", "score": 0.9, "source": "x.md"} and "paths" not in y.metadata  # copies changed
+
+
 def test_rrf_merge_sums_ranks_per_path():
-    a = [{"id": "x", "score": 9.0, "text": "x"}, {"id": "y", "score": 8.0, "text": "y"}]
-    b = [{"id": "y", "score": 0.9, "text": "y"}]
+    a = [hit("x", "x", 9.0), hit("y", "y", 8.0), hit("y", "y", 7.0)]  # a repeated id counts its best rank once
+    b = [hit("y", "y", 0.9)]
     merged = advanced.rrf_merge({"a": a, "b": b}, rrf_k=60)
-    assert [h["id"] for h in merged] == ["y", "x"]
-    assert merged[0]["score"] == pytest.approx(1 / 62 + 1 / 61) and merged[0]["paths"] == {"a": 2, "b": 1}
+    assert [h.id for h in merged] == ["y", "x"]
+    assert merged[0].metadata["score"] == pytest.approx(1 / 62 + 1 / 61)
+    assert merged[0].metadata["paths"] == {"a": 2, "b": 1}
 
 
 def test_multi_path_merges_dense_and_bm25_paths(milvus, embeddings, chunks):
     dense = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="dense", k=3)
     bm25 = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="sparse", k=3)
-    hits = advanced.multi_path_search("efConstruction", {"dense": dense.search, "bm25": bm25.search}, k=2)
-    assert len(hits) == 2 and "efConstruction" in hits[0]["text"]
-    assert set(hits[0]["paths"]) == {"dense", "bm25"}
+    paths = {"dense": dense.invoke, "bm25": bm25.invoke}
+    hits = advanced.multi_path_search("efConstruction", paths, k=2)
+    assert len(hits) == 2 and "efConstruction" in hits[0].page_content
+    assert set(hits[0].metadata["paths"]) == {"dense", "bm25"}
+    reranked = advanced.multi_path_search("efConstruction", paths, k=2, reranker=EmbeddingReranker(embeddings))
+    assert len(reranked) == 2 and all(h.metadata["score"] == h.metadata["rerank_score"] for h in reranked)
+    assert all(h.metadata["paths"] for h in reranked)  # the paths that found each hit survive the reranker
 
 
 def test_threshold_filter_absolute_and_relative(milvus, embeddings, chunks):
     retriever = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="dense", k=6)
-    hits = retriever.search("How many neighbours does each HNSW node keep?")
-    sims = [h["similarity"] for h in hits]
+    hits = retriever.invoke("How many neighbours does each HNSW node keep?")
+    sims = [h.metadata["similarity"] for h in hits]
     cut = (sims[0] + sims[-1]) / 2
     kept = advanced.threshold_filter(hits, min_similarity=cut)
-    assert 0 < len(kept) < len(hits) and all(h["similarity"] >= cut for h in kept)
+    assert 0 < len(kept) < len(hits) and all(h.metadata["similarity"] >= cut for h in kept)
     assert name(kept[0]) == "hnsw.md"
-    assert advanced.threshold_filter(hits, max_drop=0.0) == [h for h in hits if h["similarity"] == max(sims)]
+    assert advanced.threshold_filter(hits, max_drop=0.0) == [h for h in hits if h.metadata["similarity"] == max(sims)]
     assert advanced.threshold_filter(hits, min_similarity=1.01) == []
 
 

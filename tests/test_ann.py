@@ -1,21 +1,25 @@
-"""recall@k, index (re)building on Milvus Lite, Lite's dropped build params, and the index benchmark end to end."""
+"""Neighbour recall, index (re)building on Milvus Lite, Lite's dropped build params, and the index benchmark end
+to end."""
 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from rag_lib.ann import (
+    REFUSAL_LOGGERS,
     build_index,
     create_vector_collection,
     describe_vector_index,
     exact_top_k,
     index_files,
-    recall_at_k,
+    neighbour_recall,
     search_ids,
+    try_index_type,
     unit_vectors,
 )
 
@@ -23,35 +27,35 @@ TINY = {"M": 4, "efConstruction": 8}
 LITE_DEFAULT = {"M": 16, "efConstruction": 200}
 
 
-# ── recall@k on hand-made cases ──────────────────────────────────────────────────────────────────────
+# ── neighbour recall on hand-made cases ─────────────────────────────────────────────────────────────
 
 
 def test_recall_is_one_for_the_same_ids_in_any_order():
-    assert recall_at_k([[1, 2, 3]], [[3, 1, 2]], k=3) == 1.0
+    assert neighbour_recall([[1, 2, 3]], [[3, 1, 2]], k=3) == 1.0
 
 
 def test_recall_averages_the_overlap_per_query():
     found = [[1, 2, 9, 8], [5, 6, 7, 0]]
     truth = [[1, 2, 3, 4], [5, 6, 7, 8]]
-    assert recall_at_k(found, truth, k=4) == pytest.approx((2 / 4 + 3 / 4) / 2)
+    assert neighbour_recall(found, truth, k=4) == pytest.approx((2 / 4 + 3 / 4) / 2)
 
 
 def test_recall_only_counts_the_first_k_of_each_list():
     # 1 is a true neighbour but comes back at rank 3, outside the top-2
-    assert recall_at_k([[7, 8, 1]], [[1, 2, 3]], k=2) == 0.0
-    assert recall_at_k([[2, 8, 1]], [[1, 2, 3]], k=2) == 0.5
+    assert neighbour_recall([[7, 8, 1]], [[1, 2, 3]], k=2) == 0.0
+    assert neighbour_recall([[2, 8, 1]], [[1, 2, 3]], k=2) == 0.5
 
 
 def test_recall_ignores_padding_and_short_ground_truth():
     # a search that returned only one hit (-1 pads the rest)
-    assert recall_at_k([[1, -1, -1]], [[1, 2, 3]], k=3) == pytest.approx(1 / 3)
+    assert neighbour_recall([[1, -1, -1]], [[1, 2, 3]], k=3) == pytest.approx(1 / 3)
     # a collection with fewer rows than k: the ground truth itself is short
-    assert recall_at_k([[2, 1, -1]], [[1, 2, -1]], k=3) == 1.0
+    assert neighbour_recall([[2, 1, -1]], [[1, 2, -1]], k=3) == 1.0
 
 
 def test_recall_rejects_mismatched_rows():
     with pytest.raises(ValueError, match="2 result rows for 1 ground-truth rows"):
-        recall_at_k([[1], [2]], [[1]], k=1)
+        neighbour_recall([[1], [2]], [[1]], k=1)
 
 
 def test_exact_top_k_orders_by_cosine():
@@ -76,7 +80,7 @@ def test_flat_search_is_exact(loaded):
     build_index(client, "vectors", "FLAT")
     found, calls = search_ids(client, "vectors", queries, k=10, batch_size=7)
     assert len(calls) == 5  # 30 queries, 7 per call
-    assert recall_at_k(found, exact_top_k(vectors, queries, 10), 10) == 1.0
+    assert neighbour_recall(found, exact_top_k(vectors, queries, 10), 10) == 1.0
 
 
 def test_lite_drops_flat_build_params_and_honours_nested_ones(loaded):
@@ -100,7 +104,18 @@ def test_lite_drops_flat_build_params_and_honours_nested_ones(loaded):
     assert flat_bytes == default_bytes and flat_bytes != nested_bytes
     build_index(client, "vectors", "FLAT")
     truth, _ = search_ids(client, "vectors", queries, k=10)
-    assert recall_at_k(flat_found, truth) > recall_at_k(nested_found, truth) + 0.1
+    assert neighbour_recall(flat_found, truth) > neighbour_recall(nested_found, truth) + 0.1
+
+
+def test_a_refused_index_type_is_reported_with_only_its_error_logs_silenced(milvus, caplog):
+    create_vector_collection(milvus, "probe", unit_vectors(50, seed=2))
+    levels = [logging.getLogger(name).level for name in REFUSAL_LOGGERS]
+    with caplog.at_level(logging.WARNING):
+        assert "IVF_PQ" in try_index_type(milvus, "probe", "IVF_PQ", {"nlist": 16, "m": 8})
+        logging.getLogger("rag_lib").warning("other logging still works")
+    assert [r.getMessage() for r in caplog.records] == ["other logging still works"]  # Lite's refusal was dropped
+    assert [logging.getLogger(name).level for name in REFUSAL_LOGGERS] == levels  # and the loggers are as before
+    assert try_index_type(milvus, "probe", "HNSW", {"M": 8, "efConstruction": 16}) == "ok"
 
 
 def test_rebuilding_replaces_the_index(loaded):
@@ -119,9 +134,12 @@ def test_cmrc_texts_chunks_dedups_and_skips_empty_questions(tmp_path: Path):
     from rag_lib.bench.index import cmrc_texts
 
     context = "。".join(f"第{i}句话讲的是一个很长的故事的一部分" for i in range(40)) + "。"
+    answers = [{"text": "故事", "answer_start": 0}]
     data = {"data": [{"paragraphs": [
-        {"context": context, "qas": [{"question": "讲的是什么？", "id": "a"}, {"question": " ", "id": "b"}]},
-        {"context": context, "qas": [{"question": "第几句？", "id": "c"}]},
+        {"id": "P1", "context": context,
+         "qas": [{"question": "讲的是什么？", "id": "a", "answers": answers},
+                 {"question": " ", "id": "b", "answers": answers}]},
+        {"id": "P2", "context": context, "qas": [{"question": "第几句？", "id": "c", "answers": answers}]},
     ]}]}
     path = tmp_path / "trial.json"
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
@@ -129,6 +147,7 @@ def test_cmrc_texts_chunks_dedups_and_skips_empty_questions(tmp_path: Path):
     assert questions == ["讲的是什么？", "第几句？"]
     assert len(chunks) >= 2 and len(set(chunks)) == len(chunks)  # the repeated context adds no chunk
     assert all(len(c) <= 300 for c in chunks)
+    assert cmrc_texts(path, contexts=1)[1] == ["讲的是什么？"]  # --quick: the first contexts only
     with pytest.raises(SystemExit, match="CMRC_PATH"):
         cmrc_texts(tmp_path / "missing.json")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -158,3 +159,39 @@ def test_rescore_recomputes_scores_of_recorded_answers_and_keeps_the_measurement
     assert rescored["plain_contains"] == 1.0 and rescored["judge_f1"] == 0.0
     summary = {(s["pipeline"], s["context in"]): s for s in results["cmrc"]["summary"]}
     assert summary["plain", "all"]["F1"] == 2 / 3 and summary["plain", "all"]["s"] == 1.0
+
+
+def test_the_cmrc_split_and_the_fixed_sample(tmp_path):
+    contexts = [(f"C{i}", f"context {i}", [(f"question {i}" if i != 3 else " ", f"a{i}")]) for i in range(6)]
+    paragraphs = [{"id": cid, "context": text,
+                   "qas": [{"id": f"{cid}_Q", "question": q, "answers": [{"text": a, "answer_start": 0}]}
+                           for q, a in qas]}
+                  for cid, text, qas in contexts]
+    articles = [{"title": f"T{i}", "paragraphs": [p]} for i, p in enumerate(paragraphs)]
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps({"data": articles}), encoding="utf-8")
+    data = answers.load_cmrc(path)
+    folder = tmp_path / "local"
+    folder.mkdir()
+    local, pages = answers.cmrc_setup(data, folder)
+    assert local == ["C0", "C2", "C4"]  # even positions in the file: the local index; odd ones: the offline web
+    assert sorted(p.name for p in folder.iterdir()) == ["C0.txt", "C2.txt", "C4.txt"]
+    assert (folder / "C0.txt").read_text(encoding="utf-8") == "# T0\n\ncontext 0"
+    assert [p.metadata["url"] for p in pages] == ["cmrc://C1", "cmrc://C3", "cmrc://C5"]
+    sample = answers.sample_questions(data, 5, seed=0)
+    assert sample == answers.sample_questions(data, 5, seed=0)  # fixed sample
+    assert {q["id"] for q in sample} == {"C0_Q", "C1_Q", "C2_Q", "C4_Q", "C5_Q"}  # the empty question is skipped
+    assert all(q["home"] == ("local" if int(q["id"][1]) % 2 == 0 else "web") for q in sample)
+    assert answers.cmrc_golds(path)["C4_Q"] == ["a4"]
+
+
+def test_contains_and_evidence_need_a_gold_answer_as_it_is():
+    scores = answers.score("参数 k1 = 1.2。", ["k1=1.2", "x"], ["参数 k1 = 1.2 和 b = 0.75"])
+    assert scores["contains"] == scores["evidence"] == 1.0
+    assert answers.score("k1", ["k1=1.2"], ["k1 = 1.25"])["evidence"] == 0.0  # "1.2" glued to "1.25" is not it
+
+
+def test_a_missing_cmrc_file_stops_the_run_before_any_model_call(tmp_path, monkeypatch):
+    monkeypatch.setattr(answers, "get_chat_model", lambda: pytest.fail("no model may be loaded"))
+    with pytest.raises(SystemExit, match="CMRC_PATH"):
+        answers.main(["--parts", "cmrc", "--cmrc", str(tmp_path / "missing.json")])

@@ -82,7 +82,7 @@ def test_index_and_retrieve_through_the_server(server_embeddings, milvus, tmp_pa
     assert len(questions) >= 3
     retriever = Retriever(client=milvus, embeddings=server_embeddings, search_type="dense", k=3)
     for question, hits in zip(questions, retriever.search_many([q["question"] for q in questions])):
-        assert Path(hits[0]["source"]).name == question["source"], question["question"]
+        assert Path(hits[0].metadata["source"]).name == question["source"], question["question"]
 
 
 def test_roles_without_a_server_model_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:

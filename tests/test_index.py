@@ -149,6 +149,8 @@ def test_changing_the_chunker_reindexes_and_leaves_no_stale_rows(milvus, embeddi
 def test_chunker_sizes_are_given_once(milvus, embeddings, corpus):
     with pytest.raises(ValueError, match="either to the Chunker or as chunk_size/chunk_overlap"):
         index_directory(milvus, corpus, embeddings, chunk_size=200, chunker=Chunker("markdown"), progress=False)
+    with pytest.raises(ValueError, match="sizes given twice"):  # also when the sizes equal the defaults
+        index_directory(milvus, corpus, embeddings, chunk_size=300, chunk_overlap=50, chunker=Chunker(), progress=False)
 
 
 def test_parent_child_retrieval_returns_each_parent_once(milvus, embeddings, corpus):

@@ -12,8 +12,10 @@ from test_advanced import DOCS, ScriptedChatModel, chunks, docs  # noqa: F401  (
 from rag_lib import node_groups as ng
 from rag_lib.advanced import multi_path_search
 from rag_lib.index import source_name
+from rag_lib.matching import drawn_from
 from rag_lib.models import StructuredOutputError
 from rag_lib.retriever import Retriever
+from rag_lib.store import field_filter
 
 GROUPS = {  # hand-written groups of the three DOCS, as the LLM would return them
     "hnsw.md": {"summary": "How the HNSW graph index is built and searched.", "keywords": ["HNSW", "M", "efConstruction"],
@@ -46,9 +48,9 @@ def test_a_reply_outside_the_schema_is_rejected():
 
 def test_answers_not_taken_from_the_source_are_dropped():
     text = DOCS["hnsw.md"]
-    assert ng.grounded("M = 16", text) and ng.grounded("milvus uses m=16", text)  # case and spaces ignored
-    assert not ng.grounded("H2O", text) and not ng.grounded("", text)
-    assert not ng.grounded("Paris", "pairwise comparison of two answers")  # short answers match whole words
+    assert drawn_from("M = 16", text) and drawn_from("milvus uses m=16", text)  # case and spaces ignored
+    assert not drawn_from("H2O", text) and not drawn_from("", text)
+    assert not drawn_from("Paris", "pairwise comparison of two answers")  # short answers match whole words
     invented = {**GROUPS["hnsw.md"], "qa_pairs": [{"question": "What is the chemical formula for water?", "answer": "H2O"},
                                                   *GROUPS["hnsw.md"]["qa_pairs"][:2]]}
     rows = ng.group_rows(invented, "docs/hnsw.md", "p", "document", text=text)
@@ -101,7 +103,8 @@ def test_precompute_is_resumable_and_detects_stale_entries(tmp_path, docs, monke
 def groups(milvus, embeddings, docs, chunks) -> str:
     """The hand-written document-level groups, indexed; plus one chunk-level group of chunk 0 of bm25.md."""
     rows = ng.document_rows({"documents": {source_name(docs / n): g for n, g in GROUPS.items()}})
-    stored = milvus.query(chunks, filter=f'source == "{source_name(docs / "bm25.md")}"', output_fields=["id", "source", "text"])
+    stored = milvus.query(chunks, filter=field_filter("source", source_name(docs / "bm25.md")),
+                          output_fields=["id", "source", "text"])
     chunk = next(c for c in stored if "document length" in c["text"])
     group = {"summary": "Length normalisation in BM25.", "keywords": ["b", "length", "normalisation"], "qa_pairs": [
         {"question": "Which BM25 parameter corrects for document length?", "answer": "b"},
@@ -116,20 +119,23 @@ def test_group_hits_map_back_to_parent_chunks(milvus, embeddings, chunks, groups
     search = ng.NodeGroupSearch(milvus, embeddings, chunks, groups, k=3)
     query = "Which BM25 parameter corrects for document length?"
     rows = search.groups(query)
-    assert rows[0]["level"] == "chunk" and rows[0]["kind"] == "qa"
+    assert rows[0].metadata["level"] == "chunk" and rows[0].metadata["kind"] == "qa"
     parents = search(query)
-    assert parents[0]["id"] == rows[0]["parent_id"] and parents[0]["via"].startswith("qa: Which BM25")
-    assert len({p["id"] for p in parents}) == len(parents) == 3  # each parent chunk once
-    stored = {r["id"] for r in milvus.query(chunks, filter="", output_fields=["id"], limit=100)}
-    assert {p["id"] for p in parents} <= stored  # real chunks, not group rows
+    assert parents[0].id == rows[0].metadata["parent_id"] and parents[0].metadata["via"].startswith("qa: Which BM25")
+    assert parents[0].metadata["score"] == rows[0].metadata["score"]  # the parent ranks by its group row's score
+    assert len({p.id for p in parents}) == len(parents) == 3  # each parent chunk once
+    stored = {r["id"]: r["text"] for r in milvus.query(chunks, filter="", output_fields=["id", "text"], limit=100)}
+    assert all(stored.get(p.id) == p.page_content for p in parents)  # real chunks, not group rows
 
     hits = search("nprobe 调大会怎样？")  # a document-level group: the document's chunk closest to the query
-    assert Path(hits[0]["source"]).name == "ivf_zh.txt" and "nprobe" in hits[0]["text"]
+    assert Path(hits[0].metadata["source"]).name == "ivf_zh.txt" and "nprobe" in hits[0].page_content
 
 
 def test_multi_path_includes_the_node_group_path(milvus, embeddings, chunks, groups):
     dense = Retriever(client=milvus, embeddings=embeddings, collection=chunks, search_type="dense", k=3)
-    paths = {"dense": dense.search, "node groups": ng.NodeGroupSearch(milvus, embeddings, chunks, groups, k=3)}
+    paths = {"dense": dense.invoke, "node groups": ng.NodeGroupSearch(milvus, embeddings, chunks, groups, k=3)}
     hits = multi_path_search("Why are long documents penalised in keyword ranking?", paths, k=3)
-    assert Path(hits[0]["source"]).name == "bm25.md" and set(hits[0]["paths"]) == {"dense", "node groups"}
-    assert all(h["id"] in {r["id"] for r in milvus.query(chunks, filter="", output_fields=["id"], limit=100)} for h in hits)
+    assert Path(hits[0].metadata["source"]).name == "bm25.md"
+    assert set(hits[0].metadata["paths"]) == {"dense", "node groups"}
+    stored = {r["id"] for r in milvus.query(chunks, filter="", output_fields=["id"], limit=100)}
+    assert all(h.id in stored for h in hits)

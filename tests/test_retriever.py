@@ -43,8 +43,8 @@ CORPUS = {
 }
 
 
-def names(hits: list[dict]) -> list[str]:
-    return [Path(h["source"]).name for h in hits]
+def names(hits: list[Document]) -> list[str]:
+    return [Path(h.metadata["source"]).name for h in hits]
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,7 @@ def test_field_without_default_params_needs_search_params(extra_fields, embeddin
 
 def test_empty_query_is_refused(no_search, embeddings):
     with pytest.raises(ValueError, match="empty query"):
-        Retriever(client=no_search, embeddings=embeddings).search("   ")
+        Retriever(client=no_search, embeddings=embeddings).invoke("   ")
 
 
 # ---------------------------------------------------------------- search results
@@ -196,31 +196,34 @@ def test_empty_query_is_refused(no_search, embeddings):
     [{}, {"search_type": "dense"}, {"search_type": "sparse"}, {"ranker": "weighted", "weights": (0.6, 0.4)},
      {"ranker": "weighted", "normalize": False}, {"min_similarity": 0.8}],
 )
-def test_search_many_gives_each_query_what_search_gives_it(indexed, embeddings, kwargs):
+def test_search_many_gives_each_query_what_invoke_gives_it(indexed, embeddings, kwargs):
     retriever = Retriever(client=indexed, embeddings=embeddings, k=3, **kwargs)
     queries = ["What happens when two branches update the same key?", "中文全文检索用什么分词器？", "HNSW ef"]
     batched = retriever.search_many(queries)
     assert len(batched) == len(queries)
     for query, hits in zip(queries, batched):
-        one = retriever.search(query)
-        assert [h["id"] for h in hits] == [h["id"] for h in one]
-        assert [h["score"] for h in hits] == pytest.approx([h["score"] for h in one], rel=1e-4)  # float32 sums
+        one = retriever.invoke(query)
+        assert all(isinstance(h, Document) and h.id == h.metadata["id"] for h in hits)
+        assert [h.id for h in hits] == [h.id for h in one]
+        assert [h.metadata.keys() for h in hits] == [h.metadata.keys() for h in one]
+        scores = [h.metadata["score"] for h in hits]
+        assert scores == pytest.approx([h.metadata["score"] for h in one], rel=1e-4)  # float32 sums
     with pytest.raises(ValueError, match="empty query"):
         retriever.search_many(["fine", " "])
 
 
 def test_dense_finds_a_paraphrase(indexed, embeddings):
-    hits = Retriever(client=indexed, embeddings=embeddings, search_type="dense", k=2).search(
+    hits = Retriever(client=indexed, embeddings=embeddings, search_type="dense", k=2).invoke(
         "What happens when two branches update the same key?"
     )
     assert names(hits)[0] == "langgraph.txt" and len(hits) == 2
-    assert hits[0]["score"] == pytest.approx(hits[0]["similarity"], abs=1e-4)  # dense score is the cosine
+    assert hits[0].metadata["score"] == pytest.approx(hits[0].metadata["similarity"], abs=1e-4)  # dense: the cosine
 
 
 def test_sparse_finds_a_chinese_keyword_through_jieba(indexed, embeddings):
-    hits = Retriever(client=indexed, embeddings=embeddings, search_type="sparse", k=4).search("jieba 分词器")
+    hits = Retriever(client=indexed, embeddings=embeddings, search_type="sparse", k=4).invoke("jieba 分词器")
     assert names(hits) == ["bm25_zh.md"]  # BM25 only returns chunks that share a token with the query
-    assert hits[0]["score"] > 1.0  # Lite's negated BM25 score comes back positive
+    assert hits[0].metadata["score"] > 1.0  # Lite's negated BM25 score comes back positive
 
 
 def test_hybrid_rrf_finds_the_document_and_invoke_returns_documents(indexed, embeddings):
@@ -232,39 +235,39 @@ def test_hybrid_rrf_finds_the_document_and_invoke_returns_documents(indexed, emb
 
 
 def test_filter_expression_restricts_the_sources(indexed, embeddings):
-    english = Retriever(client=indexed, embeddings=embeddings, k=4, filter='language == "en"').search("jieba 分词器")
+    english = Retriever(client=indexed, embeddings=embeddings, k=4, filter='language == "en"').invoke("jieba 分词器")
     assert set(names(english)) == {"hnsw.md", "langgraph.txt"}
     source = next(r["source"] for r in indexed.query(DEFAULT_COLLECTION, filter="", output_fields=["source"], limit=10)
                   if r["source"].endswith("hnsw.md"))
     for ranker in ("rrf", "weighted"):
         only = f"source == {quote(source)}"
-        hits = Retriever(client=indexed, embeddings=embeddings, ranker=ranker, filter=only).search("graph")
+        hits = Retriever(client=indexed, embeddings=embeddings, ranker=ranker, filter=only).invoke("graph")
         assert names(hits) == ["hnsw.md"]
 
 
 def test_min_similarity_drops_off_topic_passages(indexed, embeddings):
     question = "How long should I boil an egg to get a soft yolk?"
-    assert len(Retriever(client=indexed, embeddings=embeddings, k=3).search(question)) == 3
+    assert len(Retriever(client=indexed, embeddings=embeddings, k=3).invoke(question)) == 3
     cut = Retriever(client=indexed, embeddings=embeddings, k=3, min_similarity=E5_MIN_SIMILARITY)
-    assert cut.search(question) == []
-    kept = cut.search("jieba 分词器")
-    assert names(kept) == ["bm25_zh.md"] and kept[0]["similarity"] >= E5_MIN_SIMILARITY
+    assert cut.invoke(question) == []
+    kept = cut.invoke("jieba 分词器")
+    assert names(kept) == ["bm25_zh.md"] and kept[0].metadata["similarity"] >= E5_MIN_SIMILARITY
 
 
 def test_weighted_normalised_follows_the_weights_but_raw_lets_bm25_win(indexed, embeddings):
     # "how many" is also in hnsw.md, so BM25 ranks it first; dense finds the (Chinese) chunking document.
     question = "How many characters should each chunk have?"
-    dense = Retriever(client=indexed, embeddings=embeddings, search_type="dense").search(question)
-    sparse = Retriever(client=indexed, embeddings=embeddings, search_type="sparse").search(question)
+    dense = Retriever(client=indexed, embeddings=embeddings, search_type="dense").invoke(question)
+    sparse = Retriever(client=indexed, embeddings=embeddings, search_type="sparse").invoke(question)
     assert names(dense)[0] == "chunking_zh.txt" and names(sparse)[0] == "hnsw.md"
     common = dict(client=indexed, embeddings=embeddings, ranker="weighted", weights=(0.9, 0.1))
-    normalised = Retriever(**common).search(question)
-    raw = Retriever(**common, normalize=False).search(question)
+    normalised = Retriever(**common).invoke(question)
+    raw = Retriever(**common, normalize=False).invoke(question)
     assert names(normalised)[0] == "chunking_zh.txt"  # 90% dense really means dense decides
-    assert all(0.0 <= h["score"] <= 1.0 for h in normalised)
+    assert all(0.0 <= h.metadata["score"] <= 1.0 for h in normalised)
     assert names(raw)[0] == "hnsw.md"  # raw BM25 (unbounded) swamps cosine despite weight 0.1
-    bm25 = {h["id"]: h["score"] for h in sparse}
-    top = raw[0]
+    bm25 = {h.id: h.metadata["score"] for h in sparse}
+    top = raw[0].metadata
     assert top["score"] == pytest.approx(0.9 * top["similarity"] + 0.1 * bm25[top["id"]], rel=1e-3)
     assert top["score"] > 1.0  # impossible for a weighted mean of cosines
 
@@ -272,8 +275,10 @@ def test_weighted_normalised_follows_the_weights_but_raw_lets_bm25_win(indexed, 
 def test_model_ranker_with_embedding_reranker_reorders_by_e5_cosine(indexed, embeddings):
     reranker = EmbeddingReranker(embeddings)
     retriever = Retriever(client=indexed, embeddings=embeddings, ranker="model", reranker=reranker, k=2)
-    hits = retriever.search("jieba 分词器")
-    assert names(hits)[0] == "bm25_zh.md" and len(hits) == 2
+    docs = retriever.invoke("jieba 分词器")
+    assert names(docs)[0] == "bm25_zh.md" and len(docs) == 2
+    assert all(d.id == d.metadata["id"] for d in docs)  # the reranked copies keep their Milvus id
+    hits = [d.metadata for d in docs]
     scores = [h["rerank_score"] for h in hits]
     assert scores == sorted(scores, reverse=True) and all(h["score"] == h["rerank_score"] for h in hits)
     # The e5 reranker re-computes exactly the dense similarity: this is why it adds little over dense search.
@@ -426,7 +431,7 @@ def test_sample_questions_find_their_source_in_the_top_3(course_index):
     retriever = Retriever(client=client, embeddings=embeddings, k=3)
     misses = {}
     for q in answerable:
-        found = names(retriever.search(q["question"]))
+        found = names(retriever.invoke(q["question"]))
         if q["source"] not in found:
             misses[q["question"]] = found
     assert misses == {}
@@ -451,9 +456,9 @@ def test_tied_hits_come_back_in_id_order_whatever_the_segments(milvus, embedding
     """Exact ties (copies of one passage): Milvus orders them by where rows sit, the Retriever by id."""
     ids = [f"copy-{i}" for i in range(4)]
     insert_copies(milvus, embeddings, ids)
-    hits = Retriever(client=milvus, embeddings=embeddings, k=4, search_type="dense").search("What does M set?")
-    assert [h["id"] for h in hits] == ids
-    assert len({h["score"] for h in hits}) == 1
+    hits = Retriever(client=milvus, embeddings=embeddings, k=4, search_type="dense").invoke("What does M set?")
+    assert [h.id for h in hits] == ids
+    assert len({h.metadata["score"] for h in hits}) == 1
 
 
 def test_lite_bm25_scores_one_text_differently_in_different_segments(milvus, embeddings):
@@ -462,6 +467,6 @@ def test_lite_bm25_scores_one_text_differently_in_different_segments(milvus, emb
     Lite release fixes it, this test says so."""
     ids = [f"copy-{i}" for i in range(4)]
     insert_copies(milvus, embeddings, ids)
-    hits = Retriever(client=milvus, embeddings=embeddings, k=4, search_type="sparse").search("What does M set?")
+    hits = Retriever(client=milvus, embeddings=embeddings, k=4, search_type="sparse").invoke("What does M set?")
     assert len(hits) == 4
-    assert len({round(h["score"], 6) for h in hits}) > 1
+    assert len({round(h.metadata["score"], 6) for h in hits}) > 1

@@ -12,7 +12,7 @@ from pymilvus.exceptions import MilvusException
 from rag_lib import store
 from rag_lib.store import (
     DEFAULT_COLLECTION, chunk_id, close, collection_dim, connect, count_rows, database_name, ensure_collection,
-    lite_path, milvus_uri, opened, quote,
+    ensure_collection_for, field_filter, lite_path, make_row, milvus_uri, opened, quote,
 )
 
 
@@ -33,6 +33,19 @@ def test_dimension_mismatch_is_a_clear_error(milvus):
         ensure_collection(milvus, 1536)
 
 
+def test_ensure_collection_for_takes_the_dimension_from_the_embeddings(milvus, embeddings):
+    assert ensure_collection_for(milvus, embeddings, "probed") == "probed"
+    assert collection_dim(milvus, "probed") == len(embeddings.embed_query("any text"))
+
+
+def test_make_row_fills_every_schema_field():
+    row = make_row("docs/a.md", "向量数据库", chunk_index=2, chunk_count=3, kind="qa")
+    assert row == {"id": chunk_id("docs/a.md", "向量数据库"), "text": "向量数据库", "source": "docs/a.md",
+                   "file_hash": "", "chunk_index": 2, "chunk_count": 3, "parent_id": "", "language": "zh",
+                   "title": "", "kind": "qa"}  # language detected, extra keywords as dynamic fields
+    assert make_row("s", "text", id="given", language="zh")["id"] == "given"
+
+
 def test_chunk_id_is_stable_and_source_specific():
     assert chunk_id("a.md", "text") == chunk_id("a.md", "text")
     assert chunk_id("a.md", "text") != chunk_id("b.md", "text")
@@ -49,14 +62,17 @@ ODD_VALUES = ["plain.md", 'say "hi".md', "back\\slash.md", "line\nbreak.md", "cr
 
 def test_any_stored_string_is_matched_and_deleted_exactly_through_quote(milvus):
     ensure_collection(milvus, 2)
-    rows = [{"id": str(i), "text": "t", "dense": [1.0, 0.0], "source": v, "file_hash": "h", "chunk_index": 0,
-             "chunk_count": 1, "parent_id": "", "language": "en", "title": ""} for i, v in enumerate(ODD_VALUES)]
+    rows = [make_row(v, "t", id=str(i), file_hash="h") | {"dense": [1.0, 0.0]} for i, v in enumerate(ODD_VALUES)]
     milvus.upsert(DEFAULT_COLLECTION, rows)
     for value in ODD_VALUES:
-        found = milvus.query(DEFAULT_COLLECTION, filter=f"source == {quote(value)}", output_fields=["source"])
+        found = milvus.query(DEFAULT_COLLECTION, filter=field_filter("source", value), output_fields=["source"])
         assert [r["source"] for r in found] == [value]
-    pair = f"source in [{quote(ODD_VALUES[3])}, {quote(ODD_VALUES[6])}]"
+        assert count_rows(milvus, DEFAULT_COLLECTION, field_filter("source", value, exclude=True)) == len(ODD_VALUES) - 1
+    assert field_filter("source", ODD_VALUES[0]) == f"source == {quote(ODD_VALUES[0])}"
+    assert field_filter("source", []) == ""  # no values: no filter
+    pair = field_filter("source", [ODD_VALUES[3], ODD_VALUES[6]])
     assert count_rows(milvus, DEFAULT_COLLECTION, pair) == 2
+    assert count_rows(milvus, DEFAULT_COLLECTION, field_filter("source", [ODD_VALUES[3]], exclude=True)) == 9
     milvus.delete(DEFAULT_COLLECTION, filter=pair)
     assert count_rows(milvus, DEFAULT_COLLECTION) == len(ODD_VALUES) - 2
 

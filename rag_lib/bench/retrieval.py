@@ -25,7 +25,7 @@ from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
-from rag_lib.store import chunk_id, connect, ensure_collection
+from rag_lib.store import connect, ensure_collection, make_row
 from rag_lib.text import tokenize
 
 CANDIDATES = 15  # chunks fetched per question, mapped to at most 5 distinct contexts
@@ -41,11 +41,10 @@ def chunk_contexts(data: Dataset, size: int, overlap: int) -> list[dict]:
     for context_id, text in data.contexts.items():
         chunks = split_text(text, size, overlap)
         for i, chunk in enumerate(chunks):
-            rows.append({
-                "id": chunk_id(context_id, chunk), "text": chunk, "source": context_id, "file_hash": "",
-                "chunk_index": i, "chunk_count": len(chunks), "parent_id": context_id, "language": "zh",
-                "title": data.titles[context_id][:500],
-            })
+            rows.append(make_row(
+                context_id, chunk, chunk_index=i, chunk_count=len(chunks), parent_id=context_id, language="zh",
+                title=data.titles[context_id][:500],
+            ))
     return rows
 
 
@@ -62,12 +61,12 @@ def load_collection(client, name: str, rows: list[dict], embeddings) -> np.ndarr
 
 def milvus_search(retriever: Retriever) -> Search:
     """A pipeline that runs the course Retriever against Milvus."""
-    return lambda q: [(h["source"], h["text"]) for h in retriever.search(q)]
+    return lambda q: [(h.metadata["source"], h.page_content) for h in retriever.invoke(q)]
 
 
 def milvus_batch(retriever: Retriever) -> BatchSearch:
     """The same pipeline, many questions per Milvus call."""
-    return lambda qs: [[(h["source"], h["text"]) for h in hits] for hits in retriever.search_many(qs)]
+    return lambda qs: [[(h.metadata["source"], h.page_content) for h in hits] for hits in retriever.search_many(qs)]
 
 
 def with_parents(search: Search, parents: dict[str, str]) -> Search:
@@ -154,7 +153,10 @@ def batched_latency(batches: dict[str, BatchSearch], questions: list, size: int 
             began = time.perf_counter()
             results = search(chunk)
             seconds[name] += time.perf_counter() - began
-            assert len(results) == len(chunk), f"{name} returned {len(results)} result lists for {len(chunk)} questions"
+            if len(results) != len(chunk):
+                raise RuntimeError(
+                    f"{name} returned {len(results)} result lists for {len(chunk)} questions: expected one per question"
+                )
     return {name: 1000 * s / len(texts) for name, s in seconds.items()}
 
 

@@ -1,0 +1,97 @@
+"""Does an answer occur in a text? Each check here answers another question, so each has its own name:
+
+- `occurs_in`: the span itself is in the text, character for character (case and spaces ignored): the check for
+  an answer an LLM says it COPIED from a passage, and for evidence in what a generator saw.
+- `tokens_occur_in`: the answer's tokens, normalised as the answer metrics normalise them, form a run in the
+  text's: the check behind context recall (could the generator have answered?).
+- `grounded`: most words of an LLM's answer are in the passage and one of them is not in the question: the
+  answer brings a fact from the passage.
+- `drawn_from`: an LLM-written answer shares most of its character pairs with its source text.
+
+`normalized_tokens` and `scoring_scheme` are the normalisation the answer metrics (`rag_lib.evaluation`) use:
+when either text holds a CJK character, the CMRC 2018 script's (its punctuation list dropped, one token per CJK
+character, one per run of other letters and digits), otherwise SQuAD v1.1's (articles and punctuation dropped).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from rag_lib.text import CJK_CHARS, has_cjk, tokenize
+
+# The official CMRC 2018 scorer deletes these characters before segmenting (its `sp_char` list), so "GPT-4"
+# becomes one token "gpt4".
+_CMRC_PUNCTUATION = re.compile(r"[-:_*^/\\~`+=，。：？！“”；’《》…·、「」（）－～『』]")
+# Then one token per CJK character, one per run of other letters/digits; other punctuation and spaces fall out.
+_MIXED_TOKEN = re.compile(rf"[{CJK_CHARS}]|[^\W_{CJK_CHARS}]+")
+_PUNCTUATION = re.compile(r"[^\w\s]|_")
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+DRAWN_MIN_PAIRS = 0.7  # share of an answer's character pairs that must occur in its source (see `drawn_from`)
+DRAWN_SHORT_CHARS = 12  # an answer this short (spaces left out) must occur whole: a few pairs occur anywhere
+
+
+def scoring_scheme(*texts: str) -> str:
+    """"zh" (CMRC 2018 scoring) when any of the texts holds a CJK character, else "en" (SQuAD v1.1)."""
+    return "zh" if any(has_cjk(t) for t in texts) else "en"
+
+
+def normalized_tokens(text: str, scheme: str) -> list[str]:
+    """Normalise and tokenise text: CMRC 2018 mixed segmentation for "zh", SQuAD normalisation for "en"."""
+    text = text.lower()
+    if scheme == "zh":
+        return _MIXED_TOKEN.findall(_CMRC_PUNCTUATION.sub("", text))
+    return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text)).split()
+
+
+def occurs_in(span: str, text: str) -> bool:
+    """Whether `span` occurs in `text`, ignoring case and whitespace, and not glued to a longer ASCII word or
+    number ("30" is not found in "300"; "2023年6月13日" is found in "2023 年 6 月 13 日")."""
+    chars = [re.escape(ch) for ch in span.lower() if not ch.isspace()]
+    if not chars:
+        return False
+    before = r"(?<![a-z0-9])" if re.match(r"[a-z0-9]", chars[0]) else ""
+    after = r"(?![a-z0-9])" if re.match(r"[a-z0-9]", chars[-1]) else ""
+    return re.search(before + r"\s*".join(chars) + after, text.lower()) is not None
+
+
+def any_occurs_in(spans: Iterable[str], texts: Iterable[str]) -> bool:
+    """Whether one of `spans` (e.g. the gold answers) `occurs_in` one of `texts` (e.g. what the generator saw)."""
+    texts = list(texts)
+    return any(occurs_in(span, text) for span in spans for text in texts)
+
+
+def tokens_occur_in(answer: str, text: str) -> bool:
+    """True when the answer's tokens occur as a run in the text's tokens (mixed segmentation, so "1898" is found
+    in "创建于1898年"; English articles dropped when the answer is not Chinese, as EM normalises)."""
+    skip = set() if has_cjk(answer) else {"a", "an", "the"}
+    needle = " ".join(t for t in normalized_tokens(answer, "zh") if t not in skip)
+    haystack = " ".join(t for t in normalized_tokens(text, "zh") if t not in skip)
+    return bool(needle) and f" {needle} " in f" {haystack} "
+
+
+def grounded(answer: str, passage: str, question: str) -> bool:
+    """True when most words of `answer` are in the passage and one of those is not in the question: the
+    answer brings a fact from the passage (an invented number, or the question said back, fails)."""
+    words = set(tokenize(answer))
+    found = words & set(tokenize(passage))
+    return 0 < len(words) <= 2 * len(found) and bool(found - set(tokenize(question)))
+
+
+def drawn_from(answer: str, text: str) -> bool:
+    """Whether an LLM-written answer comes from `text` (case and spaces ignored): a short answer must occur in it
+    whole (`tokens_occur_in`), a longer one must share at least DRAWN_MIN_PAIRS of its character pairs with it.
+    A small model invents some answers ("What is the capital of France?" for a document about LLM judges)."""
+
+    def squeeze(s: str) -> str:
+        return "".join(s.lower().split())
+
+    def pairs(s: str) -> set[str]:
+        return {s[i : i + 2] for i in range(len(s) - 1)}
+
+    if not answer.strip():
+        return False
+    if len(squeeze(answer)) <= DRAWN_SHORT_CHARS:  # "paris" would be found in "comparison": whole words only
+        return tokens_occur_in(answer, text)
+    wanted = pairs(squeeze(answer))
+    return len(wanted & pairs(squeeze(text))) / len(wanted) >= DRAWN_MIN_PAIRS
