@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from rag_lib.graphs.rag import build_rag_graph
+from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory
 from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
 from rag_lib.retriever import Retriever
@@ -20,11 +20,11 @@ def quickstart_questions() -> list[str]:
     return [q["question"] for q in json.loads(QUESTIONS.read_text(encoding="utf-8"))[:3]]
 
 
-def stream_answer(graph, question: str, out=sys.stdout) -> dict:
+def stream_answer(graph, question: str, out=sys.stdout, *, context: RAGContext) -> dict:
     """Print the answer token by token as the model writes it, then the sources; return the final state."""
     final: dict = {}
     streamed = False
-    for mode, payload in graph.stream({"question": question}, stream_mode=["messages", "values"]):
+    for mode, payload in graph.stream({"question": question}, stream_mode=["messages", "values"], context=context):
         if mode == "messages":
             chunk, meta = payload
             if meta.get("langgraph_node") == "generate" and chunk.content:
@@ -56,10 +56,11 @@ def main() -> None:
     print(f"index: {report.summary()} -> {count_rows(client, DEFAULT_COLLECTION)} chunks in {DEFAULT_COLLECTION}")
     for path, error in report.errors.items():
         print(f"  skipped {path}: {error}")
-    graph = build_rag_graph(Retriever(client=client, embeddings=embeddings, k=3, min_similarity=default_min_similarity()), chat)
+    retriever = Retriever(client=client, embeddings=embeddings, k=3, min_similarity=default_min_similarity())
+    graph, context = build_rag_graph(), RAGContext(retriever=retriever, llm=chat)
     for question in quickstart_questions():
         print(f"\nQ: {question}\nA: ", end="", flush=True)
-        state = stream_answer(graph, question)
+        state = stream_answer(graph, question, context=context)
         print("\nsources:")
         print_sources(state)
 

@@ -1,4 +1,5 @@
-"""Corrective RAG graph (rag_lib.graphs.crag): routing, web failures, knowledge refinement and the LLM budget.
+"""Corrective RAG graph (rag_lib.graphs.crag): routing, web failures, knowledge refinement, the LLM budget and
+the pause for the user's approval before the web search (human in the loop).
 
 Everything here runs without a model, a database or a network. The chat model is a TEST DOUBLE
 (`ScriptedChatModel`, a small BaseChatModel subclass whose structured output goes through LangChain's own
@@ -12,6 +13,7 @@ The retriever and the web search are fakes too: fixed Documents with a chosen `s
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from typing import Any
@@ -24,13 +26,20 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import Field
 
 from rag_lib.graphs.crag import (
     WEB_FAILED,
+    CRAGContext,
     PassageAnswer,
     SearchTerms,
+    approve_web,
     build_crag_graph,
+    grade_documents,
     lexical_overlap,
     make_strips,
     occurs_in,
@@ -123,16 +132,19 @@ WEB_PAGE = Document(
 )
 
 
-def crag(documents: list[Document], llm: ScriptedChatModel, web: FakeWeb, **settings: Any):
-    """The graph under test over a fake retriever, with the calibrated band unless `thresholds` is given."""
-    return build_crag_graph(FakeRetriever(documents=documents), llm, web, **({"thresholds": BAND} | settings))
+GRAPH = build_crag_graph()  # one graph for every test: what differs is the run's context
 
 
-def run(graph, question: str = QUESTION, **inputs: Any) -> tuple[dict, list[str]]:
+def crag(documents: list[Document], llm: ScriptedChatModel, web: FakeWeb, **settings: Any) -> CRAGContext:
+    """The run's context over a fake retriever, with the calibrated band unless `thresholds` is given."""
+    return CRAGContext(FakeRetriever(documents=documents), llm, web, **({"thresholds": BAND} | settings))
+
+
+def run(context: CRAGContext, question: str = QUESTION, **inputs: Any) -> tuple[dict, list[str]]:
     """Stream the graph with stream_mode="updates"; return the final state and the nodes in visiting order."""
     state: dict = {"question": question, **inputs}
     nodes = []
-    for update in graph.stream(state, stream_mode="updates"):
+    for update in GRAPH.stream(state, stream_mode="updates", context=context):
         for node, values in update.items():
             nodes.append(node)
             for key, value in (values or {}).items():
@@ -157,9 +169,10 @@ def test_all_relevant_goes_straight_to_refinement_without_web_search():
 
 def test_no_relevant_document_rewrites_the_query_and_searches_the_web():
     llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
-    graph = crag([chunk(NOISE_CHUNK, 0.80), chunk(NOISE_CHUNK, 0.79)], llm, web)
-    state, nodes = run(graph)
-    assert nodes == ["retrieve", "grade_documents", "rewrite_query", "web_search", "refine_knowledge", "generate"]
+    context = crag([chunk(NOISE_CHUNK, 0.80), chunk(NOISE_CHUNK, 0.79)], llm, web)
+    state, nodes = run(context)
+    assert nodes == ["retrieve", "grade_documents", "rewrite_query", "approve_web", "web_search", "refine_knowledge",
+                     "generate"]  # approve_web passes straight through: ask_before_web is off
     assert state["action"] == "incorrect" and state["relevant"] == []
     assert web.queries == [REWRITTEN] and state["web_query"] == REWRITTEN
     assert llm.calls == ["rewrite", "answer"]
@@ -261,7 +274,7 @@ def test_hanging_web_search_is_cut_off_by_the_time_limit():
     assert time.monotonic() - started < 3  # bounded by web_timeout, not by the backend
     assert nodes[-3:] == ["web_search", "refine_knowledge", "generate"]
     assert state["web_error"] == "WebSearchError: HangingWeb gave no answer within 0.3 s " \
-        "(raise build_crag_graph's web_timeout for a slow backend)"
+        "(raise CRAGContext's web_timeout for a slow backend)"
     assert state["web_results"] == []
     assert "jieba" in state["answer"] and state["answer"].endswith(WEB_FAILED["en"])
 
@@ -319,8 +332,8 @@ def test_knowledge_refinement_keeps_only_strips_about_the_question():
 
 def test_refinement_caps_the_number_of_strips_and_keeps_document_order():
     llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
-    graph = crag([chunk(NOISE_CHUNK, 0.80)], llm, web, max_strips=1)
-    state, _ = run(graph)
+    context = crag([chunk(NOISE_CHUNK, 0.80)], llm, web, max_strips=1)
+    state, _ = run(context)
     kept = [s for s in state["strips"] if s["kept"]]
     assert [s["text"] for s in kept] == ["The chinese analyzer uses the jieba tokenizer."]
     assert kept[0]["score"] == max(s["score"] for s in state["strips"])
@@ -352,7 +365,7 @@ def test_graph_default_budget_is_written_to_the_state():
 def test_uncalibrated_thresholds_let_the_llm_grade_every_passage():
     llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
     docs = [chunk("ON_TOPIC " + ANSWER_CHUNK, None), chunk("ON_TOPIC " + ANSWER_CHUNK, 0.99)]
-    state, _ = run(build_crag_graph(FakeRetriever(documents=docs), llm, web, thresholds=None))
+    state, _ = run(CRAGContext(FakeRetriever(documents=docs), llm, web, thresholds=None))
     assert llm.calls == ["grade", "grade", "answer"]
     assert state["action"] == "correct" and web.queries == []
 
@@ -360,22 +373,25 @@ def test_uncalibrated_thresholds_let_the_llm_grade_every_passage():
 def test_invalid_settings_fail_before_running():
     llm, web, retriever = ScriptedChatModel(), FakeWeb(), FakeRetriever(documents=[])
     with pytest.raises(ValueError, match="max_llm_calls=0"):
-        build_crag_graph(retriever, llm, web, max_llm_calls=0)
+        CRAGContext(retriever, llm, web, max_llm_calls=0)
     with pytest.raises(ValueError, match="lower similarity"):
-        build_crag_graph(retriever, llm, web, thresholds=(0.9, 0.8))
+        CRAGContext(retriever, llm, web, thresholds=(0.9, 0.8))
+    with pytest.raises(ValueError, match=r"give \(lower, upper\) similarities"):
+        CRAGContext(retriever, llm, web, thresholds="auto")  # type: ignore[arg-type]
     for timeout in (0, -1, float("nan")):
         with pytest.raises(ValueError, match="web_timeout"):
-            build_crag_graph(retriever, llm, web, web_timeout=timeout)
+            CRAGContext(retriever, llm, web, web_timeout=timeout)
     with pytest.raises(ValueError, match="max_llm_calls=0"):
-        build_crag_graph(retriever, llm, web, thresholds=BAND).invoke({"question": QUESTION, "max_llm_calls": 0})
+        GRAPH.invoke({"question": QUESTION, "max_llm_calls": 0}, context=crag([], llm, web))
 
 
 def test_mermaid_drawing_shows_both_conditional_branches():
-    graph = build_crag_graph(FakeRetriever(documents=[]), ScriptedChatModel(), FakeWeb(), thresholds=BAND)
-    text = graph.get_graph().draw_mermaid()
+    text = build_crag_graph().get_graph().draw_mermaid()
     for edge in ("grade_documents -. &nbsp;refine&nbsp; .-> refine_knowledge",
                  "grade_documents -. &nbsp;web&nbsp; .-> rewrite_query",
-                 "refine_knowledge -.-> refuse", "refine_knowledge -.-> generate", "rewrite_query --> web_search"):
+                 "refine_knowledge -.-> refuse", "refine_knowledge -.-> generate", "rewrite_query --> approve_web",
+                 "approve_web -. &nbsp;search&nbsp; .-> web_search",
+                 "approve_web -. &nbsp;skip&nbsp; .-> refine_knowledge"):
         assert edge in text
 
 
@@ -412,6 +428,118 @@ def test_refine_recomposes_kept_strips_in_document_order():
     assert refine(QUESTION, [], 4, 0.3) == ([], [])
 
 
+def test_grade_documents_runs_alone_on_a_state_and_a_runtime():
+    """A node is a plain function: a state and Runtime(context=...) are all it needs, no graph."""
+    llm = ScriptedChatModel()
+    docs = [chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88), chunk(NOISE_CHUNK, 0.80, source="data/docs/eggs.md")]
+    runtime = Runtime(context=crag([], llm, FakeWeb()))
+    update = grade_documents({"question": QUESTION, "documents": docs}, runtime)
+    assert [(g["decided_by"], g["relevant"]) for g in update["grades"]] == [("llm", True), ("similarity", False)]
+    assert update["action"] == "ambiguous" and update["relevant"] == docs[:1]
+    assert update["llm_calls"] == 1 and llm.calls == ["grade"]
+    assert approve_web({"question": QUESTION, "web_query": REWRITTEN}, runtime) == {}  # not asking: passes through
+
+
+# --- human in the loop: with ask_before_web the run pauses before the web search ---
+
+PAUSED = {"question": QUESTION, "web_query": REWRITTEN}  # what the interrupt shows the user
+
+
+def asking(llm: ScriptedChatModel, web: FakeWeb, documents: list[Document] | None = None) -> CRAGContext:
+    """A context that asks before the web; by default one band passage the fake grader keeps (-> ambiguous)."""
+    return crag(documents or [chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88)], llm, web, ask_before_web=True)
+
+
+def pause(context: CRAGContext, thread: str = "t") -> tuple[Any, dict, dict]:
+    """Run a checkpointed graph up to the pause: (graph, config, what invoke returned)."""
+    graph, config = build_crag_graph(InMemorySaver()), {"configurable": {"thread_id": thread}}
+    return graph, config, graph.invoke({"question": QUESTION}, config, context=context)
+
+
+def test_ask_before_web_pauses_with_the_question_and_query_and_searches_nothing():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    graph, config, result = pause(asking(llm, web))
+    assert [i.value for i in result["__interrupt__"]] == [PAUSED]
+    snapshot = graph.get_state(config)
+    assert snapshot.next == ("approve_web",) and [i.value for i in snapshot.interrupts] == [PAUSED]
+    assert web.queries == [] and llm.calls == ["grade", "rewrite"] and "answer" not in snapshot.values
+
+
+@pytest.mark.parametrize(
+    "resume, query, note",
+    [(True, REWRITTEN, f"the user approved the web search for {REWRITTEN!r}"),
+     (" jieba analyzer ", "jieba analyzer", "the user changed the web query to 'jieba analyzer'")],
+    ids=["approve", "edit"],
+)
+def test_resuming_with_yes_or_an_edited_query_searches_the_web(resume, query, note):
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    context = asking(llm, web)
+    graph, config, _ = pause(context)
+    final = graph.invoke(Command(resume=resume), config, context=context)  # the context comes with every call
+    assert web.queries == [query] and final["web_query"] == query
+    assert note in final["notes"] and "web search returned 1 pages" in final["notes"]
+    assert {d.metadata["origin"] for d in final["knowledge"]} == {"local", "web"}
+    assert "https://example.org/milvus-analyzers" in final["answer"]
+    assert llm.calls == ["grade", "rewrite", "answer"] and graph.get_state(config).next == ()
+
+
+@pytest.mark.parametrize("resume", [False, "", "  "], ids=["False", "empty", "blank"])
+def test_declining_the_web_answers_from_the_local_documents(resume):
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    context = asking(llm, web)
+    graph, config, _ = pause(context)
+    final = graph.invoke(Command(resume=resume), config, context=context)
+    assert web.queries == [] and final["web_declined"] is True and final["web_query"] == REWRITTEN
+    assert "the user declined the web search: answering from the local documents" in final["notes"]
+    assert "web_results" not in final and "web_error" not in final
+    assert [d.metadata["origin"] for d in final["knowledge"]] == ["local"]
+    assert "jieba" in final["answer"] and "example.org" not in final["answer"]
+    assert not final["answer"].endswith(WEB_FAILED["en"])  # declined is not failed
+    assert llm.calls == ["grade", "rewrite", "answer"]
+
+
+def test_declining_the_web_with_nothing_local_refuses():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    context = asking(llm, web, [chunk(NOISE_CHUNK, 0.70)])
+    graph, config, _ = pause(context)
+    final = graph.invoke(Command(resume=False), config, context=context)
+    assert final["answer"] == REFUSAL["en"] and web.queries == [] and llm.calls == ["rewrite"]
+
+
+def test_a_resume_value_that_is_not_yes_no_or_a_query_is_a_clear_error():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    context = asking(llm, web)
+    graph, config, _ = pause(context)
+    with pytest.raises(ValueError, match=r"Command\(resume=3\): resume with True to search the web, False"):
+        graph.invoke(Command(resume=3), config, context=context)
+    assert web.queries == []
+
+
+def test_asking_without_a_checkpointer_says_what_is_missing():
+    with pytest.raises(ValueError, match="build the graph with a checkpointer"):
+        GRAPH.invoke({"question": QUESTION}, context=asking(ScriptedChatModel(), FakeWeb([WEB_PAGE])))
+
+
+def test_a_paused_run_survives_a_restart_with_a_sqlite_checkpointer(tmp_path):
+    db, config = tmp_path / "crag.sqlite", {"configurable": {"thread_id": "restart"}}
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    before = sqlite3.connect(db, check_same_thread=False)
+    build_crag_graph(SqliteSaver(before)).invoke({"question": QUESTION}, config, context=asking(llm, web))
+    before.close()  # the process that paused is gone
+    after = sqlite3.connect(db, check_same_thread=False)
+    try:
+        restarted = build_crag_graph(SqliteSaver(after))  # a new graph on a new saver of the same file
+        assert [i.value for i in restarted.get_state(config).interrupts] == [PAUSED]
+        new_llm = ScriptedChatModel()  # a fresh model object, as in a new process
+        final = restarted.invoke(Command(resume=True), config, context=asking(new_llm, web))
+        finished = restarted.get_state(config).next == ()
+    finally:
+        after.close()
+    assert finished and web.queries == [REWRITTEN] and "https://example.org/milvus-analyzers" in final["answer"]
+    assert llm.calls == ["grade", "rewrite"] and new_llm.calls == ["answer"]  # nothing before the pause runs again
+    assert final["llm_calls"] == 3
+
+
 # --- helpers of the answers benchmark (rag_lib.bench.answers), with the same test doubles ---
 
 
@@ -421,31 +549,10 @@ def test_token_counter_sees_every_call_of_a_graph_run_including_structured_ones(
     counter = TokenCounter(lambda text: len(text.split()))
     llm = ScriptedChatModel()
     docs = [chunk("ON_TOPIC " + ANSWER_CHUNK, 0.88)]
-    state = crag(docs, llm, FakeWeb([WEB_PAGE])).invoke(
-        {"question": QUESTION}, config={"callbacks": [counter]}
+    state = GRAPH.invoke(
+        {"question": QUESTION}, config={"callbacks": [counter]}, context=crag(docs, llm, FakeWeb([WEB_PAGE]))
     )
     assert counter.calls == state["llm_calls"] == len(llm.calls) == 3
     assert counter.prompt_tokens > len(QUESTION.split()) * 3
     written = [state["answer"], json.dumps({"answer": "jieba"}), json.dumps({"terms": TERMS})]  # tool-call args count
     assert counter.completion_tokens == sum(len(text.split()) for text in written)
-
-
-def test_evidence_found_and_the_cmrc_split(tmp_path):
-    from rag_lib.bench.answers import cmrc_setup, evidence_found, sample_questions
-
-    assert evidence_found(["参数 k1 = 1.2 和 b = 0.75"], ["k1=1.2", "x"])
-    assert not evidence_found(["k1 = 1.25"], ["k1=1.2"])
-    contexts = [
-        {"id": f"C{i}", "title": f"T{i}", "context": f"context {i}",
-         "qas": [{"id": f"C{i}_Q", "question": f"question {i}" if i != 3 else " ", "answers": [{"text": f"a{i}"}]}]}
-        for i in range(6)
-    ]
-    local, pages = cmrc_setup(contexts, tmp_path)
-    assert [c["id"] for c in local] == ["C0", "C2", "C4"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["C0.txt", "C2.txt", "C4.txt"]
-    assert (tmp_path / "C0.txt").read_text(encoding="utf-8") == "# T0\n\ncontext 0"
-    assert [p.metadata["url"] for p in pages] == ["cmrc://C1", "cmrc://C3", "cmrc://C5"]
-    sample = sample_questions(contexts, 5, seed=0)
-    assert sample == sample_questions(contexts, 5, seed=0)  # fixed sample
-    assert {q["id"] for q in sample} == {"C0_Q", "C1_Q", "C2_Q", "C4_Q", "C5_Q"}  # the empty question is skipped
-    assert all(q["home"] == ("local" if int(q["id"][1]) % 2 == 0 else "web") for q in sample)

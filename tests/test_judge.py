@@ -25,16 +25,20 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
+from langgraph.runtime import Runtime
 from pydantic import PrivateAttr
 
 from rag_lib.graphs.judge import (
+    JudgeContext,
+    JudgeTask,
     Judgment,
     Tree,
     build_judge_graph,
     checked,
-    checkpoint_reader,
     draw_tree,
     grounded,
+    judge,
+    plan,
     rebuild_tree,
     sqlite_checkpointer,
     tree_rows,
@@ -102,8 +106,9 @@ FU = "Who described HNSW?"
 
 def run(table, script, thread="root", checkpointer=None, **kwargs):
     model = ScriptedModel(script=script)
-    graph = build_judge_graph(TableRetriever(table=table), model, checkpointer=checkpointer, **kwargs)
-    final = graph.invoke({"question": next(iter(table))}, {"configurable": {"thread_id": thread}})
+    graph = build_judge_graph(checkpointer)
+    context = JudgeContext(retriever=TableRetriever(table=table), llm=model, **kwargs)
+    final = graph.invoke({"question": next(iter(table))}, {"configurable": {"thread_id": thread}}, context=context)
     return graph, model, final
 
 
@@ -161,8 +166,9 @@ def test_sub_answer_is_folded_into_its_chunk():
             seen.append((str(messages[-1].content), str(messages[0].content)))  # (question, rules + passages)
             return super()._generate(messages, stop, run_manager, **kwargs)
 
-    graph = build_judge_graph(TableRetriever(table=table), Spy(script=script))
-    graph.invoke({"question": Q}, {"configurable": {"thread_id": "t"}})
+    graph = build_judge_graph()
+    graph.invoke({"question": Q}, {"configurable": {"thread_id": "t"}},
+                 context=JudgeContext(retriever=TableRetriever(table=table), llm=Spy(script=script)))
     root_prompt = next(passages for question, passages in seen if question == Q)
     assert f"{M30.page_content}\n(Follow-up: {FU} -> ANSWER({FU}))" in root_prompt
 
@@ -264,10 +270,11 @@ def test_a_thread_asked_again_starts_clean():
     }
     from langgraph.checkpoint.memory import InMemorySaver
 
-    graph = build_judge_graph(TableRetriever(table=table), ScriptedModel(script=script), checkpointer=InMemorySaver())
+    graph = build_judge_graph(InMemorySaver())
+    context = JudgeContext(retriever=TableRetriever(table=table), llm=ScriptedModel(script=script))
     config = {"configurable": {"thread_id": "t"}}
-    graph.invoke({"question": Q}, config)
-    second = graph.invoke({"question": "Other question?"}, config)
+    graph.invoke({"question": Q}, config, context=context)
+    second = graph.invoke({"question": "Other question?"}, config, context=context)
     assert [r["text"] for r in second["judgments"]] == [M30.page_content] and second["llm_calls"] == 2
 
 
@@ -312,8 +319,9 @@ def threads(tree: Tree) -> list[Tree]:
 def test_tree_is_what_get_state_and_get_state_history_of_the_judge_graph_say(tmp_path, caplog):
     table, script = chain(levels=3, chunks_per_level=2)
     saver = sqlite_checkpointer(tmp_path / "judge.sqlite")
-    graph, _, _ = run(table, script, checkpointer=saver, max_depth=2, max_llm_calls=40)
-    graph.invoke({"question": "q0.1?"}, {"configurable": {"thread_id": "root/1"}})  # a thread asked a second time
+    graph, model, _ = run(table, script, checkpointer=saver, max_depth=2, max_llm_calls=40)
+    context = JudgeContext(retriever=TableRetriever(table=table), llm=model, max_depth=2, max_llm_calls=40)
+    graph.invoke({"question": "q0.1?"}, {"configurable": {"thread_id": "root/1"}}, context=context)  # asked again
     tree = rebuild_tree(tmp_path / "judge.sqlite", "root")
     runs = threads(tree)
     assert len(runs) == 7
@@ -330,15 +338,50 @@ def test_tree_is_what_get_state_and_get_state_history_of_the_judge_graph_say(tmp
     assert not [r for r in caplog.records if r.levelname == "WARNING"]  # the reader knows every node it meets
 
 
-def test_checkpoint_reader_has_the_judge_graph_shape_and_never_runs(tmp_path):
+def test_a_graph_built_with_only_a_checkpointer_reads_the_tree(tmp_path):
+    """Reading needs no retriever and no model: a second graph built on the same saver sees every thread."""
+    table, script = chain(levels=2, chunks_per_level=2)
     saver = sqlite_checkpointer(tmp_path / "judge.sqlite")
-    judge = build_judge_graph(TableRetriever(table={}), ScriptedModel(script={}), checkpointer=saver)
-    reader = checkpoint_reader(saver)
-    assert reader.get_graph().draw_mermaid() == judge.get_graph().draw_mermaid()
-    with pytest.raises(RuntimeError, match="only reads judge checkpoints"):
-        reader.invoke({"question": Q}, {"configurable": {"thread_id": "t"}})
+    graph, _, _ = run(table, script, checkpointer=saver, max_depth=1, max_llm_calls=40)
+    reader = build_judge_graph(saver)
+    for thread in ("root", "root/0", "root/1"):
+        config = {"configurable": {"thread_id": thread}}
+        assert reader.get_state(config).values == graph.get_state(config).values
+        assert len(list(reader.get_state_history(config))) == len(list(graph.get_state_history(config)))
+    assert reader.get_graph().draw_mermaid() == graph.get_graph().draw_mermaid()
+    tree = rebuild_tree(saver, "root")
+    assert [c.child.thread_id for c in tree.chunks] == ["root/0", "root/1"]
+    assert tree.answer == reader.get_state({"configurable": {"thread_id": "root"}}).values["answer"]
+
+
+def test_the_graph_needs_its_context_to_run_and_checks_its_limits(tmp_path):
+    saver = sqlite_checkpointer(tmp_path / "judge.sqlite")
+    with pytest.raises(ValueError, match="without its context: pass context=JudgeContext"):
+        build_judge_graph(saver).invoke({"question": Q}, {"configurable": {"thread_id": "t"}})
     with pytest.raises(KeyError, match="'nobody' has no checkpoint"):
         rebuild_tree(saver, "nobody")
+    with pytest.raises(ValueError, match="need max_llm_calls >= 1 and max_depth >= 0"):
+        JudgeContext(retriever=TableRetriever(table={}), llm=ScriptedModel(script={}), max_llm_calls=0)
+
+
+def test_nodes_run_alone_on_a_state_and_a_context():
+    """`judge` and `plan` are plain functions: a task or a state, a Runtime holding a JudgeContext, no graph."""
+    model = ScriptedModel(script={(Q, AUTHORS.page_content): Judgment(score=2, answer="Malkov and Yashunin")})
+    runtime = Runtime(context=JudgeContext(retriever=TableRetriever(table={}), llm=model, max_depth=1,
+                                           min_similarity=0.86))
+    update = judge(JudgeTask(question=Q, index=3, document=AUTHORS, may_call=True), runtime)
+    (record,) = update["judgments"]
+    assert (record["index"], record["score"], record["answer"], update["llm_calls"]) == (3, 2, "Malkov and Yashunin", 1)
+    far = judge(JudgeTask(question=Q, index=0, document=doc("Boiling eggs.", similarity=0.5), may_call=True), runtime)
+    assert far["judgments"][0]["score"] == 0 and "llm_calls" not in far and model.calls == [("judge", Q)]
+
+    ones = [{"index": i, "score": 1, "follow_up": f"q{i}?"} for i in range(3)]
+    state = {"question": Q, "depth": 0, "budget": 7, "llm_calls": 2, "judgments": ones}
+    entries = plan(state, runtime, {"configurable": {"thread_id": "t"}})["plan"]  # 4 spare calls: 2 follow-ups
+    assert [(e["explore"], e.get("thread_id"), e.get("budget")) for e in entries] == [
+        (True, "t/0", 2), (True, "t/1", 2), (False, None, None)]
+    deep = plan({**state, "depth": 1}, runtime, {"configurable": {"thread_id": "t/0"}})["plan"]
+    assert all(not e["explore"] and e["why"] == "depth limit 1 reached" for e in deep)
 
 
 def test_rebuild_tree_names_a_missing_database(tmp_path):

@@ -23,11 +23,12 @@ from servers import LLAMA_ALIAS
 
 from rag_lib import models
 from rag_lib.demo import stream_answer
-from rag_lib.graphs.crag import build_crag_graph
-from rag_lib.graphs.judge import build_judge_graph
-from rag_lib.graphs.rag import build_rag_graph
-from rag_lib.graphs.router import Route, build_router_graph, router_messages
+from rag_lib.graphs.crag import CRAGContext, build_crag_graph
+from rag_lib.graphs.judge import JudgeContext, build_judge_graph
+from rag_lib.graphs.rag import RAGContext, build_rag_graph
+from rag_lib.graphs.router import RouterContext, build_router_graph
 from rag_lib.index import index_directory
+from rag_lib.intent import Route, router_messages
 from rag_lib.models import ConfigError, get_chat_model, structured_method, structured_output
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, connect
@@ -130,7 +131,8 @@ def test_the_demos_plain_rag_streams_in_pieces_and_cites(server_llm, docs_client
             pass
 
     out = Pieces()
-    final = stream_answer(build_rag_graph(retriever(docs_client, embeddings, 2), server_llm), RRF_QUESTION, out)
+    context = RAGContext(retriever(docs_client, embeddings, 2), server_llm)
+    final = stream_answer(build_rag_graph(), RRF_QUESTION, out, context=context)
     assert len(out.writes) > 5 and "".join(out.writes).strip() == final["answer"]
     assert "60" in final["answer"]  # the fact; inline [n] markers are asked for but a 1.5B model may leave them out
     assert Path(final["documents"][0].metadata["source"]).name == "milvus_hybrid_search_rankers.md"  # the cited source
@@ -139,8 +141,8 @@ def test_the_demos_plain_rag_streams_in_pieces_and_cites(server_llm, docs_client
 def test_corrective_rag_grades_and_rewrites(method, server_llm, docs_client, embeddings):
     calls = StructuredCalls()
     web = OfflineWebSearch.from_directory(PROJECT_ROOT / "data" / "web")
-    graph = build_crag_graph(retriever(docs_client, embeddings, 2), server_llm, web, thresholds=None, max_llm_calls=3)
-    final = graph.invoke({"question": WEB_QUESTION}, {"callbacks": [calls]})
+    context = CRAGContext(retriever(docs_client, embeddings, 2), server_llm, web, thresholds=None, max_llm_calls=3)
+    final = build_crag_graph().invoke({"question": WEB_QUESTION}, {"callbacks": [calls]}, context=context)
     assert calls.results == [("PassageAnswer", "ok"), ("SearchTerms", "ok")]
     assert [g["decided_by"] for g in final["grades"]] == ["llm", "budget"] and final["action"] != "correct"
     assert final["web_query"] and final["web_results"] and final["llm_calls"] == 3
@@ -150,13 +152,15 @@ def test_corrective_rag_grades_and_rewrites(method, server_llm, docs_client, emb
 def test_the_router_routes_a_save_and_a_question_and_grades_the_answer(method, server_llm, milvus, embeddings,
                                                                       tmp_path):
     calls = StructuredCalls()
-    graph = build_router_graph(milvus, embeddings, server_llm, tmp_path / "uploads", k=1, min_similarity=None)
+    graph = build_router_graph()
+    context = RouterContext(milvus, embeddings, server_llm, tmp_path / "uploads", k=1, min_similarity=None)
     saved = graph.invoke({"request": "Save this note: The VPN server for the Lyon office is vpn2.example.org."},
-                         {"callbacks": [calls]})
+                         {"callbacks": [calls]}, context=context)
     assert (saved["action"], saved["routed_by"], saved["saved"][0].status) == ("save", "model", "indexed")
     tokens, final = [], {}
     request = {"request": "Which VPN server does the Lyon office use?", "evaluate": True}
-    for mode, payload in graph.stream(request, {"callbacks": [calls]}, stream_mode=["messages", "values"]):
+    for mode, payload in graph.stream(request, {"callbacks": [calls]}, context=context,
+                                      stream_mode=["messages", "values"]):
         if mode == "messages" and payload[1]["langgraph_node"] == "answer" and payload[0].content:
             tokens.append(payload[0].content)
         final = payload if mode == "values" else final
@@ -168,8 +172,10 @@ def test_the_router_routes_a_save_and_a_question_and_grades_the_answer(method, s
 
 def test_the_judge_scores_a_chunk(method, server_llm, docs_client, embeddings):
     calls = StructuredCalls()
-    graph = build_judge_graph(retriever(docs_client, embeddings, 1), server_llm, max_depth=0, max_llm_calls=2)
-    final = graph.invoke({"question": RRF_QUESTION}, {"configurable": {"thread_id": method}, "callbacks": [calls]})
+    context = JudgeContext(retriever=retriever(docs_client, embeddings, 1), llm=server_llm, max_depth=0,
+                           max_llm_calls=2)
+    final = build_judge_graph().invoke({"question": RRF_QUESTION},
+                                       {"configurable": {"thread_id": method}, "callbacks": [calls]}, context=context)
     assert calls.results == [("Judgment", "ok")]
     (record,) = final["judgments"]
     assert record["llm_score"] in (0, 1, 2) and final["llm_calls"] == 2 and final["answer"]

@@ -19,8 +19,9 @@ from langchain_core.retrievers import BaseRetriever
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
-from rag_lib.graphs.rag import REFUSAL, build_rag_graph
+from rag_lib.graphs.rag import REFUSAL, RAGContext, build_rag_graph, generate
 
 QUESTION = "Which stream mode emits only node updates?"
 OFF_TOPIC = "How long should I boil an egg?"
@@ -57,7 +58,13 @@ class NeverCalledModel(GenericFakeChatModel):
 
 @pytest.fixture()
 def graph():
-    return build_rag_graph(FakeRetriever(documents=DOCS), fake_llm())
+    return build_rag_graph()
+
+
+@pytest.fixture()
+def context() -> RAGContext:
+    """A fresh run context per test: the fake model answers once."""
+    return RAGContext(retriever=FakeRetriever(documents=DOCS), llm=fake_llm())
 
 
 class AppState(TypedDict, total=False):
@@ -85,15 +92,15 @@ def build_app(rag_graph):
     return builder.compile()
 
 
-def test_updates_has_one_entry_per_node(graph) -> None:
-    chunks = list(graph.stream({"question": QUESTION}, stream_mode="updates"))
+def test_updates_has_one_entry_per_node(graph, context) -> None:
+    chunks = list(graph.stream({"question": QUESTION}, stream_mode="updates", context=context))
     assert [list(c) for c in chunks] == [["retrieve"], ["generate"]]
     assert chunks[0]["retrieve"] == {"documents": DOCS}
     assert chunks[1]["generate"] == {"answer": ANSWER}
 
 
-def test_values_starts_with_input_and_ends_with_answer(graph) -> None:
-    chunks = list(graph.stream({"question": QUESTION}, stream_mode="values"))
+def test_values_starts_with_input_and_ends_with_answer(graph, context) -> None:
+    chunks = list(graph.stream({"question": QUESTION}, stream_mode="values", context=context))
     assert len(chunks) == 3  # the input, then the state after each of the two steps
     assert chunks[0] == {"question": QUESTION}
     assert set(chunks[1]) == {"question", "documents"}
@@ -101,16 +108,17 @@ def test_values_starts_with_input_and_ends_with_answer(graph) -> None:
 
 
 def test_default_mode_is_updates_and_matches_invoke() -> None:
-    streamed = list(build_rag_graph(FakeRetriever(documents=DOCS), fake_llm()).stream({"question": QUESTION}))
-    invoked = build_rag_graph(FakeRetriever(documents=DOCS), fake_llm()).invoke({"question": QUESTION})
+    retriever = FakeRetriever(documents=DOCS)
+    streamed = list(build_rag_graph().stream({"question": QUESTION}, context=RAGContext(retriever, fake_llm())))
+    invoked = build_rag_graph().invoke({"question": QUESTION}, context=RAGContext(retriever, fake_llm()))
     assert [list(c) for c in streamed] == [["retrieve"], ["generate"]]  # no stream_mode: "updates"
     assert streamed[-1]["generate"]["answer"] == invoked["answer"] == ANSWER
 
 
 def test_messages_are_chunks_tagged_with_generate_node() -> None:
     llm = fake_llm().with_config(tags=["answer"])
-    graph = build_rag_graph(FakeRetriever(documents=DOCS), llm)
-    items = list(graph.stream({"question": QUESTION}, stream_mode="messages"))
+    context = RAGContext(FakeRetriever(documents=DOCS), llm)
+    items = list(build_rag_graph().stream({"question": QUESTION}, stream_mode="messages", context=context))
     assert len(items) >= len(ANSWER.split())  # one chunk per word at least: real token streaming
     assert all(isinstance(chunk, AIMessageChunk) for chunk, _ in items)
     assert {meta["langgraph_node"] for _, meta in items} == {"generate"}
@@ -118,14 +126,14 @@ def test_messages_are_chunks_tagged_with_generate_node() -> None:
     assert "".join(chunk.content for chunk, _ in items) == ANSWER
 
 
-def test_custom_events_come_from_the_writing_node(graph) -> None:
+def test_custom_events_come_from_the_writing_node(graph, context) -> None:
     app = build_app(graph)
-    events = list(app.stream({"question": QUESTION}, stream_mode="custom"))
+    events = list(app.stream({"question": QUESTION}, stream_mode="custom", context=context))
     assert events == [{"node": "check", "status": "started"}, {"node": "check", "chars": len(QUESTION)}]
 
 
-def test_multiple_modes_yield_mode_payload_tuples(graph) -> None:
-    items = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "messages", "values"]))
+def test_multiple_modes_yield_mode_payload_tuples(graph, context) -> None:
+    items = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "messages", "values"], context=context))
     assert all(isinstance(item, tuple) and len(item) == 2 for item in items)
     modes = [mode for mode, _ in items]
     assert set(modes) == {"updates", "messages", "values"}
@@ -136,9 +144,9 @@ def test_multiple_modes_yield_mode_payload_tuples(graph) -> None:
     assert items[-1] == ("values", {"question": QUESTION, "documents": DOCS, "answer": ANSWER})
 
 
-def test_subgraphs_true_yields_namespaces(graph) -> None:
-    app = build_app(graph)
-    items = list(app.stream({"question": QUESTION}, stream_mode="updates", subgraphs=True))
+def test_subgraphs_true_yields_namespaces(graph, context) -> None:
+    app = build_app(graph)  # the context given to the outer graph reaches the subgraph's nodes
+    items = list(app.stream({"question": QUESTION}, stream_mode="updates", subgraphs=True, context=context))
     assert all(isinstance(ns, tuple) for ns, _ in items)
     outer = [list(update) for ns, update in items if ns == ()]
     inner = [(ns, list(update)) for ns, update in items if ns != ()]
@@ -147,18 +155,18 @@ def test_subgraphs_true_yields_namespaces(graph) -> None:
     assert all(len(ns) == 1 and ns[0].startswith("rag:") for ns, _ in inner)  # "rag:<task id>"
 
 
-def test_subgraph_tokens_need_subgraphs_true(graph) -> None:
+def test_subgraph_tokens_need_subgraphs_true(graph, context) -> None:
     app = build_app(graph)
-    hidden = list(app.stream({"question": QUESTION}, stream_mode="messages"))
+    hidden = list(app.stream({"question": QUESTION}, stream_mode="messages", context=context))
     assert hidden == []  # the only model call happens inside the "rag" subgraph
-    app = build_app(build_rag_graph(FakeRetriever(documents=DOCS), fake_llm()))
-    shown = list(app.stream({"question": QUESTION}, stream_mode="messages", subgraphs=True))
+    context = RAGContext(FakeRetriever(documents=DOCS), fake_llm())
+    shown = list(app.stream({"question": QUESTION}, stream_mode="messages", subgraphs=True, context=context))
     assert "".join(chunk.content for _, (chunk, _) in shown) == ANSWER
     assert {ns[0].split(":")[0] for ns, _ in shown} == {"rag"}
 
 
-def test_debug_yields_task_and_task_result_per_node(graph) -> None:
-    events = list(graph.stream({"question": QUESTION}, stream_mode="debug"))
+def test_debug_yields_task_and_task_result_per_node(graph, context) -> None:
+    events = list(graph.stream({"question": QUESTION}, stream_mode="debug", context=context))
     assert [(e["type"], e["step"], e["payload"]["name"]) for e in events] == [
         ("task", 1, "retrieve"), ("task_result", 1, "retrieve"), ("task", 2, "generate"), ("task_result", 2, "generate")
     ]  # no checkpointer: no checkpoint events
@@ -166,11 +174,10 @@ def test_debug_yields_task_and_task_result_per_node(graph) -> None:
     assert events[-1]["payload"]["result"] == {"answer": ANSWER} and events[-1]["payload"]["error"] is None
 
 
-def test_debug_with_a_checkpointer_adds_one_checkpoint_event_per_step() -> None:
-    rag = build_rag_graph(FakeRetriever(documents=DOCS), fake_llm())
-    saved = rag.builder.compile(checkpointer=InMemorySaver())  # the same graph, checkpointed
+def test_debug_with_a_checkpointer_adds_one_checkpoint_event_per_step(context) -> None:
+    saved = build_rag_graph(InMemorySaver())  # the same graph, checkpointed
     config = {"configurable": {"thread_id": "debug"}}
-    events = list(saved.stream({"question": QUESTION}, config, stream_mode="debug"))
+    events = list(saved.stream({"question": QUESTION}, config, stream_mode="debug", context=context))
     types = [e["type"] for e in events]
     assert types == ["checkpoint", "checkpoint", "task", "task_result", "checkpoint", "task", "task_result",
                      "checkpoint"]
@@ -181,21 +188,21 @@ def test_debug_with_a_checkpointer_adds_one_checkpoint_event_per_step() -> None:
     assert len(list(saved.get_state_history(config))) == len(checkpoints)  # one event per saved checkpoint
 
 
-def test_output_keys_restrict_what_is_streamed(graph) -> None:
-    chunks = list(graph.stream({"question": QUESTION}, stream_mode="values", output_keys="answer"))
+def test_output_keys_restrict_what_is_streamed(graph, context) -> None:
+    chunks = list(graph.stream({"question": QUESTION}, stream_mode="values", output_keys="answer", context=context))
     assert chunks[-1] == ANSWER  # a single key streams the bare value
 
 
-def test_astream_updates(graph) -> None:
+def test_astream_updates(graph, context) -> None:
     async def collect() -> list:
-        return [chunk async for chunk in graph.astream({"question": QUESTION}, stream_mode="updates")]
+        return [chunk async for chunk in graph.astream({"question": QUESTION}, stream_mode="updates", context=context)]
 
     assert [list(c) for c in asyncio.run(collect())] == [["retrieve"], ["generate"]]
 
 
-def test_astream_events_contain_chat_model_stream(graph) -> None:
+def test_astream_events_contain_chat_model_stream(graph, context) -> None:
     async def collect() -> list[dict]:
-        return [event async for event in graph.astream_events({"question": QUESTION}, version="v2")]
+        return [event async for event in graph.astream_events({"question": QUESTION}, version="v2", context=context)]
 
     events = asyncio.run(collect())
     kinds = [e["event"] for e in events]
@@ -207,8 +214,15 @@ def test_astream_events_contain_chat_model_stream(graph) -> None:
 
 
 def test_refusal_routes_to_refuse_and_streams_no_tokens() -> None:
-    graph = build_rag_graph(FakeRetriever(documents=[]), NeverCalledModel(messages=iter([])))
-    items = list(graph.stream({"question": OFF_TOPIC}, stream_mode=["updates", "messages"]))
+    context = RAGContext(FakeRetriever(documents=[]), NeverCalledModel(messages=iter([])))
+    graph = build_rag_graph()
+    items = list(graph.stream({"question": OFF_TOPIC}, stream_mode=["updates", "messages"], context=context))
     assert [mode for mode, _ in items] == ["updates", "updates"]
     assert items[0][1] == {"retrieve": {"documents": []}}
     assert items[1][1] == {"refuse": {"answer": REFUSAL["en"]}}
+
+
+def test_generate_node_runs_alone_on_a_state_and_a_runtime(context) -> None:
+    """A node is a plain function: a state and Runtime(context=...) are all it needs, no graph."""
+    update = generate({"question": QUESTION, "documents": DOCS}, Runtime(context=context))
+    assert update == {"answer": ANSWER}

@@ -30,12 +30,14 @@ from pydantic import BaseModel, Field
 from rag_lib import advanced, models
 from rag_lib import node_groups as ng
 from rag_lib.app import reply_markdown
-from rag_lib.graphs.crag import build_crag_graph, key_terms
-from rag_lib.graphs.judge import build_judge_graph
+from rag_lib.graphs.crag import CRAGContext, build_crag_graph, key_terms
+from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import refusal_for
-from rag_lib.graphs.router import HELP, build_router_graph, indexed_documents, save_document, stream_request
+from rag_lib.graphs.router import RouterContext, build_router_graph, stream_request
+from rag_lib.intent import HELP
 from rag_lib.models import ConfigError, StructuredOutputError, structured_output, with_json_instruction
 from rag_lib.rerank import LLMReranker
+from rag_lib.uploads import indexed_documents, save_document
 
 Reply = Callable[[str], AIMessage]  # tool name -> the fake's reply
 
@@ -105,7 +107,7 @@ BAD_ROUTES = {
 
 @pytest.mark.parametrize("reply, shown", BAD_ROUTES.values(), ids=BAD_ROUTES.keys())
 def test_every_kind_of_bad_reply_raises_one_clear_error(reply, shown):
-    from rag_lib.graphs.router import Route
+    from rag_lib.intent import Route
 
     with pytest.raises(StructuredOutputError) as caught:
         structured_output(FakeChatModel(replies={"Route": reply}), Route).invoke(ROUTE_MESSAGES)
@@ -116,7 +118,7 @@ def test_every_kind_of_bad_reply_raises_one_clear_error(reply, shown):
 
 
 def test_a_good_reply_parses_with_max_tokens_capped_on_a_copy():
-    from rag_lib.graphs.router import Route
+    from rag_lib.intent import Route
 
     llm = FakeChatModel(replies={"Route": call({"action": "save"})})
     assert structured_output(llm, Route, max_tokens=16).invoke(ROUTE_MESSAGES) == Route(action="save")
@@ -125,7 +127,7 @@ def test_a_good_reply_parses_with_max_tokens_capped_on_a_copy():
 
 
 def test_json_mode_spells_the_schema_out_in_the_system_prompt(monkeypatch):
-    from rag_lib.graphs.router import Route
+    from rag_lib.intent import Route
 
     class Note(BaseModel):
         """A titled note."""
@@ -150,7 +152,7 @@ def test_json_mode_spells_the_schema_out_in_the_system_prompt(monkeypatch):
 
 
 def test_a_bad_setting_fails_at_once_naming_the_variable(monkeypatch):
-    from rag_lib.graphs.router import Route
+    from rag_lib.intent import Route
 
     monkeypatch.setenv("RAG_LLM_STRUCTURED", "xml")
     with pytest.raises(ConfigError, match="RAG_LLM_STRUCTURED=xml.*json_schema, function_calling, json_mode"):
@@ -230,7 +232,7 @@ def test_a_forced_method_the_server_refuses_is_a_config_error(fresh_probes, monk
 
 
 def test_a_json_mode_reply_outside_the_schema_is_a_structured_output_error(fresh_probes, monkeypatch):
-    from rag_lib.graphs.router import Route
+    from rag_lib.intent import Route
 
     monkeypatch.setenv("RAG_LLM_STRUCTURED", "json_mode")
     for reply in ('{"action": "SAVE"}', "{}", '{"action": "sa', "retrieve"):
@@ -252,12 +254,13 @@ BAD_GRADES = {
 
 @pytest.mark.parametrize("reply", [r for r, _ in BAD_ROUTES.values()], ids=BAD_ROUTES.keys())
 def test_the_router_falls_back_by_rule(milvus, embeddings, tmp_path, reply):
-    graph = build_router_graph(milvus, embeddings, FakeChatModel(replies={"Route": reply}), tmp_path / "uploads")
-    question = graph.invoke({"request": "Which VPN server does the Lyon office use?"})
+    graph, context = build_router_graph(), RouterContext(milvus, embeddings, FakeChatModel(replies={"Route": reply}),
+                                                         tmp_path / "uploads")
+    question = graph.invoke({"request": "Which VPN server does the Lyon office use?"}, context=context)
     assert (question["action"], question["routed_by"]) == ("retrieve", "rule")
     assert "router's reply was unusable (Route: " in question["notes"][0]
     assert question["answer"] == refusal_for(question["question"])  # nothing indexed: a refusal, no crash
-    greeting = graph.invoke({"request": "Good morning, assistant"})
+    greeting = graph.invoke({"request": "Good morning, assistant"}, context=context)
     assert (greeting["action"], greeting["routed_by"]) == ("unknown", "rule")
     assert greeting["answer"] == HELP["en"].format(count=0)
     assert indexed_documents(milvus) == [] and not (tmp_path / "uploads").exists()  # nothing stored on a guess
@@ -266,11 +269,13 @@ def test_the_router_falls_back_by_rule(milvus, embeddings, tmp_path, reply):
 @pytest.mark.parametrize("reply", BAD_GRADES.values(), ids=BAD_GRADES.keys())
 def test_an_unusable_evaluation_leaves_the_streamed_answer_standing(milvus, embeddings, tmp_path, reply):
     llm = FakeChatModel(replies={"Route": call({"action": "retrieve"}), "AnswerGrade": reply})
-    graph = build_router_graph(milvus, embeddings, llm, tmp_path / "uploads", min_similarity=None)
+    graph = build_router_graph()
+    context = RouterContext(milvus, embeddings, llm, tmp_path / "uploads", min_similarity=None)
     assert save_document(milvus, embeddings, tmp_path / "uploads", "vpn.txt",
                          b"The VPN server for the Lyon office is vpn2.example.org.").status == "indexed"
     tokens, final = [], {}
-    for kind, payload in stream_request(graph, "Which VPN server does the Lyon office use?", evaluate=True):
+    for kind, payload in stream_request(graph, "Which VPN server does the Lyon office use?", context=context,
+                                        evaluate=True):
         tokens += [payload] if kind == "token" else []
         final = payload if kind == "done" else final
     assert "".join(tokens) == final["answer"] == llm.answer
@@ -320,8 +325,8 @@ def test_crag_counts_an_unusable_grade_as_not_relevant_and_searches_the_key_term
                 Document("Boil eggs for six minutes.", metadata={"source": "b.md", "similarity": 0.80})]
     llm = FakeChatModel(replies={"PassageAnswer": grader, "SearchTerms": rewriter})
     web = FakeWeb()
-    graph = build_crag_graph(FixedRetriever(documents=passages), llm, web, thresholds=(0.86, 0.95))
-    final = graph.invoke({"question": CRAG_QUESTION})
+    context = CRAGContext(FixedRetriever(documents=passages), llm, web, thresholds=(0.86, 0.95))
+    final = build_crag_graph().invoke({"question": CRAG_QUESTION}, context=context)
     assert [(g["relevant"], g["decided_by"]) for g in final["grades"]] == [(False, "llm"), (False, "similarity")]
     assert final["action"] == "incorrect" and final["llm_calls"] == 3
     assert web.queries == [key_terms(CRAG_QUESTION)] == ["tokenizer milvus chinese analyzer use"]
@@ -350,8 +355,8 @@ def test_an_unusable_judgment_scores_0_with_no_follow_up(reply):
     passages = [Document("Lucene ranks documents with BM25 by default.", metadata={"source": "a.md"}),
                 Document("Lucene is a search library.", metadata={"source": "b.md"})]
     llm = FakeChatModel(replies={"Judgment": reply})
-    final = build_judge_graph(FixedRetriever(documents=passages), llm).invoke(
-        {"question": question}, {"configurable": {"thread_id": "t"}})
+    final = build_judge_graph().invoke({"question": question}, {"configurable": {"thread_id": "t"}},
+                                       context=JudgeContext(retriever=FixedRetriever(documents=passages), llm=llm))
     assert [(r["score"], r["llm_score"], r["follow_up"]) for r in final["judgments"]] == [(0, None, "")] * 2
     assert all(r["note"].startswith("0: the judge's reply was unusable (Judgment: ") for r in final["judgments"])
     assert final["answer"] == refusal_for(question) and final["llm_calls"] == 2 and final["plan"] == []
@@ -376,7 +381,7 @@ def test_advanced_helpers_fall_back_to_doing_nothing():
     assert advanced.rewrite_query(bad, question) == question
     assert advanced.expand_query(bad, question) == []
     assert advanced.decompose(bad, question) == [question]
-    hits = [{"id": "1", "score": 0.9, "text": "Reranking re-sorts candidates."}]
+    hits = [Document("Reranking re-sorts candidates.", id="1", metadata={"id": "1", "score": 0.9})]
     result = advanced.multi_step_search(bad, lambda query: hits, question, max_steps=3)
     assert result.hits == hits and result.steps == [(question, "")]  # one search, then stop
 

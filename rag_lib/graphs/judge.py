@@ -16,19 +16,22 @@ its children; each child reports the calls it made (`llm_calls`), so the total n
 State changes only through returned updates and reducers. Parallel judge calls on the local model are safe:
 `rag_lib.models` serialises them with a lock.
 
-Measured (notebook 09): the local 1.5B judge is lenient, it gives 2 to title-only or off-topic chunks. So
-0 comes from the calibrated cosine cutoff, and a 2 whose copied answer is not in the chunk (or only repeats
-the question) is lowered to 1. Every checkpoint goes to the checkpointer (SQLite in the notebook), and
-`rebuild_tree` reads the whole search tree back from the root thread and its child threads with
-`get_state` / `get_state_history` of `checkpoint_reader`, the same graph without retriever or model.
+The retriever, the model and the limits are not state: they travel in a `JudgeContext` given at each call
+(`graph.invoke(..., context=JudgeContext(retriever=r, llm=llm))`). So every node is a plain function of
+(state, runtime) that can be run alone, and `build_judge_graph(checkpointer)` only wires.
+
+The local 1.5B judge is lenient: it gives 2 to title-only or off-topic chunks. So 0 comes from the calibrated
+cosine cutoff, and a 2 whose copied answer is not in the chunk (or only repeats the question) is lowered to 1.
+Every checkpoint goes to the checkpointer (SQLite in the notebook), and `rebuild_tree` reads the whole search
+tree back from the root thread and its child threads with `get_state` / `get_state_history` of
+`build_judge_graph(checkpointer)`: reading checkpoints needs no context, so no retriever or model.
 """
 
 from __future__ import annotations
 
 import operator
-import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -38,13 +41,15 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
+from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.rag import answer_messages, refusal_for
+from rag_lib.matching import grounded
 from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
 from rag_lib.text import tokenize
@@ -83,43 +88,56 @@ class Judgment(BaseModel):
         return value[:limit] if isinstance(value, str) else value
 
 
+@dataclass(frozen=True)
+class JudgeContext:
+    """What the nodes use but the state does not carry: the retriever, the model and the limits of one run (its
+    follow-ups get the same context)."""
+
+    retriever: BaseRetriever  # finds the chunks for the question and for every follow-up
+    llm: BaseChatModel  # judges the chunks (structured output) and writes the answers
+    max_depth: int = 2  # levels of follow-up questions below the user's question
+    max_llm_calls: int = 12  # model calls for the whole tree: the root run's budget
+    min_similarity: float | None = None  # chunks below this cosine score 0 without a model call (None: no cutoff)
+    answer_tokens: int = 80  # the longest answer `generate` may write, in tokens
+
+    def __post_init__(self) -> None:
+        """A bad limit fails here, before any node runs."""
+        if self.max_llm_calls < 1 or self.max_depth < 0:
+            raise ValueError(
+                f"max_llm_calls={self.max_llm_calls}, max_depth={self.max_depth}: need max_llm_calls >= 1 and "
+                "max_depth >= 0"
+            )
+
+
 class JudgeState(TypedDict, total=False):
-    question: str
-    depth: int  # 0 for the user's question, +1 per follow-up level
-    budget: int  # model calls this run may make, its children's included
-    documents: list[Document]
+    question: str  # the input: the user's question, or a follow-up when `explore` started this run
+    depth: int  # 0 for the user's question, +1 per follow-up level (input for a follow-up, else set by retrieve)
+    budget: int  # model calls this run may make, its children's included (input, else max_llm_calls by retrieve)
+    documents: list[Document]  # the retrieved chunks, written by retrieve
     judgments: Annotated[list[dict], operator.add]  # one record per chunk, appended by the parallel judges
-    plan: list[dict]  # which score-1 chunks get explored, with their thread and budget, or why not
+    plan: list[dict]  # which score-1 chunks get explored, with their thread and budget, or why not (by plan)
     sub_answers: Annotated[list[dict], operator.add]  # one per explored chunk, appended by the parallel children
     llm_calls: Annotated[int, operator.add]  # calls made by this run and, added up, by its children
-    answer: str
+    answer: str  # the final answer, written by generate or refuse
 
 
 class JudgeTask(TypedDict):
-    """What one parallel `judge` task receives through Send."""
+    """What one parallel `judge` task receives through Send (from fan_out)."""
 
-    question: str
-    index: int
-    document: Document
+    question: str  # the question this run answers
+    index: int  # the chunk's rank in the retrieved list
+    document: Document  # the chunk to grade
     may_call: bool  # False: the budget is spent, record the chunk unjudged
 
 
 class ExploreTask(TypedDict):
-    """What one parallel `explore` task receives through Send."""
+    """What one parallel `explore` task receives through Send (from route, out of the plan)."""
 
-    index: int
-    question: str
-    thread_id: str
-    depth: int
-    budget: int
-
-
-def grounded(answer: str, passage: str, question: str) -> bool:
-    """True when most words of `answer` are in the passage and one of those is not in the question: the
-    answer brings a fact from the passage (an invented number, or the question said back, fails)."""
-    words = set(tokenize(answer))
-    found = words & set(tokenize(passage))
-    return 0 < len(words) <= 2 * len(found) and bool(found - set(tokenize(question)))
+    index: int  # the score-1 chunk whose follow-up this is
+    question: str  # the follow-up question
+    thread_id: str  # the child run's thread: `<parent thread>/<index>`
+    depth: int  # the child run's depth (parent's + 1)
+    budget: int  # model calls the child run may make, its own children's included
 
 
 def same_question(a: str, b: str) -> bool:
@@ -158,149 +176,162 @@ def fold(record: dict, sub: dict | None) -> str:
     return f"{record['text']}\n(Follow-up: {sub['question']} -> {sub['answer']})"
 
 
-def build_judge_graph(
-    retriever: BaseRetriever,
-    llm: BaseChatModel,
-    checkpointer: BaseCheckpointSaver | None = None,
-    max_depth: int = 2,
-    max_llm_calls: int = 12,
-    min_similarity: float | None = None,
-    answer_tokens: int = 80,
-) -> CompiledStateGraph:
+def retrieve(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
+    """The chunks for the question; also the run's depth and budget and clean lists for its records."""
+    if runtime.context is None:
+        raise ValueError("the judge graph was run without its context: pass context=JudgeContext(retriever=..., "
+                         "llm=...) to invoke or stream")
+    # Overwrite: a thread asked a second question starts from clean lists (history keeps the old run).
+    return {
+        "documents": runtime.context.retriever.invoke(state["question"]),
+        "depth": state.get("depth", 0),
+        "budget": state.get("budget", runtime.context.max_llm_calls),
+        "judgments": Overwrite([]),
+        "sub_answers": Overwrite([]),
+        "llm_calls": Overwrite(0),
+        "plan": [],
+        "answer": "",
+    }
+
+
+def below_cutoff(similarity: float | None, min_similarity: float | None) -> bool:
+    """True when a chunk's cosine similarity is known and under the cutoff: it scores 0 without the model."""
+    return min_similarity is not None and similarity is not None and similarity < min_similarity
+
+
+def fan_out(state: JudgeState, runtime: Runtime[JudgeContext]) -> list[Send] | Literal["refuse"]:
+    """One `judge` task per chunk; the chunks past the budget (one call stays for the answer) go unjudged."""
+    if not state["documents"]:
+        return "refuse"
+    slots = state["budget"] - 1  # one call stays for the answer
+    tasks = []
+    for index, document in enumerate(state["documents"]):
+        relevant = not below_cutoff(document.metadata.get("similarity"), runtime.context.min_similarity)
+        may_call = relevant and slots > 0
+        tasks.append(Send("judge", JudgeTask(question=state["question"], index=index, document=document,
+                                             may_call=may_call)))
+        slots -= relevant
+    return tasks
+
+
+def judge(task: JudgeTask, runtime: Runtime[JudgeContext]) -> dict:
+    """One chunk's record: 0 below the cutoff without the model, else the model's score after `checked`."""
+    document = task["document"]
+    record = {
+        "index": task["index"],
+        "source": document.metadata.get("source", "?"),
+        "text": document.page_content,
+        "similarity": document.metadata.get("similarity"),
+        "llm_score": None,
+        "score": None,
+        "answer": "",
+        "follow_up": "",
+        "note": "",
+    }
+    similarity, min_similarity = record["similarity"], runtime.context.min_similarity
+    if below_cutoff(similarity, min_similarity):
+        record |= {"score": 0, "note": f"similarity {similarity:.3f} < {min_similarity}: 0 without the model"}
+        return {"judgments": [record]}
+    if not task["may_call"]:
+        record["note"] = "not judged: LLM-call budget spent"
+        return {"judgments": [record]}
+    judge_llm = structured_output(runtime.context.llm, Judgment)
+    try:
+        judgment: Judgment = judge_llm.invoke(judge_messages(task["question"], document.page_content,
+                                                             record["source"]))
+    except StructuredOutputError as error:  # an unreadable verdict: score 0, no follow-up
+        record |= {"score": 0, "note": f"0: the judge's reply was unusable ({error})"}
+        return {"judgments": [record], "llm_calls": 1}
+    score, follow_up, note = checked(judgment, document.page_content, task["question"])
+    record |= {"llm_score": judgment.score, "score": score, "answer": judgment.answer.strip(),
+               "follow_up": follow_up, "note": note}
+    return {"judgments": [record], "llm_calls": 1}
+
+
+def plan(state: JudgeState, runtime: Runtime[JudgeContext], config: RunnableConfig) -> dict:
+    """Which score-1 chunks get a follow-up run (thread, depth, budget), or why not: none when a chunk scores 2,
+    none past the depth limit, and only as many as the spare calls pay for."""
+    max_depth = runtime.context.max_depth
+    records = sorted(state["judgments"], key=lambda r: r["index"])
+    if any(r["score"] == 2 for r in records):
+        return {"plan": [{"index": r["index"], "explore": False, "why": "a chunk scores 2: no follow-up needed"}
+                         for r in records if r["score"] == 1]}
+    parent = config.get("configurable", {}).get("thread_id", "root")
+    spare = state["budget"] - state.get("llm_calls", 0) - 1  # what is left after the judges and our answer
+    wanted = [r for r in records if r["score"] == 1]
+    explorable = [r for r in wanted if r["follow_up"]]
+    children = min(len(explorable), spare // 2) if state["depth"] < max_depth else 0  # a child needs >= 2 calls
+    entries = []
+    for r in wanted:
+        entry = {"index": r["index"], "explore": False}
+        if r not in explorable:
+            entry["why"] = "no follow-up question"
+        elif state["depth"] >= max_depth:
+            entry["why"] = f"depth limit {max_depth} reached"
+        elif explorable.index(r) >= children:
+            entry["why"] = f"LLM-call budget: {spare} spare calls, a follow-up needs 2"
+        else:
+            entry |= {"explore": True, "question": r["follow_up"], "thread_id": f"{parent}/{r['index']}",
+                      "depth": state["depth"] + 1, "budget": spare // children, "why": ""}
+        entries.append(entry)
+    return {"plan": entries}
+
+
+def route(state: JudgeState) -> list[Send] | Literal["generate", "refuse"]:
+    """One `explore` task per planned follow-up; else answer, or refuse when every chunk scored 0."""
+    tasks = [Send("explore", ExploreTask(**{k: e[k] for k in ExploreTask.__annotations__}))
+             for e in state["plan"] if e["explore"]]
+    if tasks:
+        return tasks
+    return "generate" if any(r["score"] != 0 for r in state["judgments"]) else "refuse"
+
+
+def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
+            checkpointer: BaseCheckpointSaver | None = None) -> dict:
+    """Run this same graph on the follow-up, on its own thread, with the same context and `checkpointer` (the
+    saver the graph was compiled with; `build_judge_graph` binds it), and report the child's answer and calls."""
+    child = build_judge_graph(checkpointer).invoke(
+        {"question": task["question"], "depth": task["depth"], "budget": task["budget"]},
+        {"configurable": {"thread_id": task["thread_id"]}},
+        context=runtime.context,
+    )
+    answered = bool(child["answer"]) and child["answer"] != refusal_for(task["question"])
+    sub = {"index": task["index"], "thread_id": task["thread_id"], "question": task["question"],
+           "answer": child["answer"], "answered": answered, "llm_calls": child.get("llm_calls", 0)}
+    return {"sub_answers": [sub], "llm_calls": sub["llm_calls"]}
+
+
+def generate(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
+    """The answer from the chunks not scored 0, each with its follow-up's answer folded in."""
+    llm = runtime.context.llm
+    subs = {s["index"]: s for s in state.get("sub_answers", [])}
+    kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]  # 1, 2, unjudged
+    documents = [Document(fold(r, subs.get(r["index"])), metadata={"source": r["source"]}) for r in kept]
+    writer = llm.bind(max_tokens=runtime.context.answer_tokens)
+    reply = writer.invoke(answer_messages(state["question"], documents, llm))
+    return {"answer": str(reply.content).strip(), "llm_calls": 1}
+
+
+def refuse(state: JudgeState) -> dict:
+    """The fixed "not in the documents" reply, without a model call."""
+    return {"answer": refusal_for(state["question"])}
+
+
+def build_judge_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
     """retrieve -> judge (one task per chunk) -> plan -> explore (the same graph, per follow-up) -> generate | refuse.
 
-    Invoke with {"question": ...} and a thread_id; `budget` and `depth` default to max_llm_calls and 0.
-    Chunks whose `similarity` metadata is below `min_similarity` score 0 without a model call.
+    Run: graph.invoke({"question": q}, {"configurable": {"thread_id": t}}, context=JudgeContext(retriever=r, llm=llm));
+    `budget` and `depth` default to max_llm_calls and 0. Reading saved threads (`get_state`, `get_state_history`)
+    needs only the checkpointer, no context.
     """
-    if max_llm_calls < 1 or max_depth < 0:
-        raise ValueError(
-            f"max_llm_calls={max_llm_calls}, max_depth={max_depth}: need max_llm_calls >= 1 and max_depth >= 0"
-        )
-    judge_llm = structured_output(llm, Judgment)
-    writer = llm.bind(max_tokens=answer_tokens)
-
-    def retrieve(state: JudgeState) -> dict:
-        # Overwrite: a thread asked a second question starts from clean lists (history keeps the old run).
-        return {
-            "documents": retriever.invoke(state["question"]),
-            "depth": state.get("depth", 0),
-            "budget": state.get("budget", max_llm_calls),
-            "judgments": Overwrite([]),
-            "sub_answers": Overwrite([]),
-            "llm_calls": Overwrite(0),
-            "plan": [],
-            "answer": "",
-        }
-
-    def fan_out(state: JudgeState) -> list[Send] | Literal["refuse"]:
-        if not state["documents"]:
-            return "refuse"
-        slots = state["budget"] - 1  # one call stays for the answer
-        tasks = []
-        for index, document in enumerate(state["documents"]):
-            similarity = document.metadata.get("similarity")
-            relevant = min_similarity is None or similarity is None or similarity >= min_similarity
-            may_call = relevant and slots > 0
-            tasks.append(Send("judge", JudgeTask(question=state["question"], index=index, document=document,
-                                                 may_call=may_call)))
-            slots -= relevant
-        return tasks
-
-    def judge(task: JudgeTask) -> dict:
-        document = task["document"]
-        record = {
-            "index": task["index"],
-            "source": document.metadata.get("source", "?"),
-            "text": document.page_content,
-            "similarity": document.metadata.get("similarity"),
-            "llm_score": None,
-            "score": None,
-            "answer": "",
-            "follow_up": "",
-            "note": "",
-        }
-        similarity = record["similarity"]
-        if min_similarity is not None and similarity is not None and similarity < min_similarity:
-            record |= {"score": 0, "note": f"similarity {similarity:.3f} < {min_similarity}: 0 without the model"}
-            return {"judgments": [record]}
-        if not task["may_call"]:
-            record["note"] = "not judged: LLM-call budget spent"
-            return {"judgments": [record]}
-        try:
-            judgment: Judgment = judge_llm.invoke(judge_messages(task["question"], document.page_content,
-                                                                 record["source"]))
-        except StructuredOutputError as error:  # an unreadable verdict: score 0, no follow-up
-            record |= {"score": 0, "note": f"0: the judge's reply was unusable ({error})"}
-            return {"judgments": [record], "llm_calls": 1}
-        score, follow_up, note = checked(judgment, document.page_content, task["question"])
-        record |= {"llm_score": judgment.score, "score": score, "answer": judgment.answer.strip(),
-                   "follow_up": follow_up, "note": note}
-        return {"judgments": [record], "llm_calls": 1}
-
-    def plan(state: JudgeState, config: RunnableConfig) -> dict:
-        records = sorted(state["judgments"], key=lambda r: r["index"])
-        if any(r["score"] == 2 for r in records):
-            return {"plan": [{"index": r["index"], "explore": False, "why": "a chunk scores 2: no follow-up needed"}
-                             for r in records if r["score"] == 1]}
-        parent = config.get("configurable", {}).get("thread_id", "root")
-        spare = state["budget"] - state.get("llm_calls", 0) - 1  # what is left after the judges and our answer
-        wanted = [r for r in records if r["score"] == 1]
-        explorable = [r for r in wanted if r["follow_up"]]
-        children = min(len(explorable), spare // 2) if state["depth"] < max_depth else 0  # a child needs >= 2 calls
-        entries = []
-        for r in wanted:
-            entry = {"index": r["index"], "explore": False}
-            if r not in explorable:
-                entry["why"] = "no follow-up question"
-            elif state["depth"] >= max_depth:
-                entry["why"] = f"depth limit {max_depth} reached"
-            elif explorable.index(r) >= children:
-                entry["why"] = f"LLM-call budget: {spare} spare calls, a follow-up needs 2"
-            else:
-                entry |= {"explore": True, "question": r["follow_up"], "thread_id": f"{parent}/{r['index']}",
-                          "depth": state["depth"] + 1, "budget": spare // children, "why": ""}
-            entries.append(entry)
-        return {"plan": entries}
-
-    def route(state: JudgeState) -> list[Send] | Literal["generate", "refuse"]:
-        tasks = [Send("explore", ExploreTask(**{k: e[k] for k in ExploreTask.__annotations__}))
-                 for e in state["plan"] if e["explore"]]
-        if tasks:
-            return tasks
-        return "generate" if any(r["score"] != 0 for r in state["judgments"]) else "refuse"
-
-    def explore(task: ExploreTask) -> dict:
-        child = graph.invoke(
-            {"question": task["question"], "depth": task["depth"], "budget": task["budget"]},
-            {"configurable": {"thread_id": task["thread_id"]}},
-        )
-        answered = bool(child["answer"]) and child["answer"] != refusal_for(task["question"])
-        sub = {"index": task["index"], "thread_id": task["thread_id"], "question": task["question"],
-               "answer": child["answer"], "answered": answered, "llm_calls": child.get("llm_calls", 0)}
-        return {"sub_answers": [sub], "llm_calls": sub["llm_calls"]}
-
-    def generate(state: JudgeState) -> dict:
-        subs = {s["index"]: s for s in state.get("sub_answers", [])}
-        kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]  # 1, 2, unjudged
-        documents = [Document(fold(r, subs.get(r["index"])), metadata={"source": r["source"]}) for r in kept]
-        reply = writer.invoke(answer_messages(state["question"], documents, llm))
-        return {"answer": str(reply.content).strip(), "llm_calls": 1}
-
-    def refuse(state: JudgeState) -> dict:
-        return {"answer": refusal_for(state["question"])}
-
-    nodes = {"retrieve": retrieve, "judge": judge, "plan": plan, "explore": explore, "generate": generate,
-             "refuse": refuse}
-    graph = _wire(nodes, fan_out, route, checkpointer)  # `explore` runs this same graph on each follow-up
-    return graph
-
-
-def _wire(nodes: dict[str, Callable], fan_out: Callable, route: Callable,
-          checkpointer: BaseCheckpointSaver | None) -> CompiledStateGraph:
-    """The judge graph's state schema, nodes and edges around the given functions (one shape for runner and reader)."""
-    builder = StateGraph(JudgeState)
-    for name, action in nodes.items():
-        builder.add_node(name, action)
+    builder = StateGraph(JudgeState, context_schema=JudgeContext)
+    builder.add_node("retrieve", retrieve)
+    builder.add_node("judge", judge)
+    builder.add_node("plan", plan)
+    # explore runs this same graph on each follow-up, saved by the same checkpointer
+    builder.add_node("explore", partial(explore, checkpointer=checkpointer), input_schema=ExploreTask)
+    builder.add_node("generate", generate)
+    builder.add_node("refuse", refuse)
     builder.add_edge(START, "retrieve")
     builder.add_conditional_edges("retrieve", fan_out, ["judge", "refuse"])
     builder.add_edge("judge", "plan")
@@ -309,22 +340,6 @@ def _wire(nodes: dict[str, Callable], fan_out: Callable, route: Callable,
     builder.add_edge("generate", END)
     builder.add_edge("refuse", END)
     return builder.compile(checkpointer=checkpointer)
-
-
-def _read_only(_: Any) -> dict:
-    """Every node and router of the reader graph: it only reads checkpoints, running it is a mistake."""
-    raise RuntimeError("this graph only reads judge checkpoints; build_judge_graph makes one that runs")
-
-
-def checkpoint_reader(checkpointer: BaseCheckpointSaver) -> CompiledStateGraph:
-    """The judge graph without retriever or model, for `get_state` / `get_state_history` on saved threads."""
-    names = ("retrieve", "judge", "plan", "explore", "generate", "refuse")
-    return _wire(dict.fromkeys(names, _read_only), _read_only, _read_only, checkpointer)
-
-
-def sqlite_checkpointer(path: str | Path) -> SqliteSaver:
-    """A SqliteSaver on a file; the connection may be used from LangGraph's worker threads (the saver locks)."""
-    return SqliteSaver(sqlite3.connect(str(path), check_same_thread=False))
 
 
 @dataclass
@@ -368,14 +383,14 @@ def rebuild_tree(checkpointer_or_db_path: BaseCheckpointSaver | str | Path, root
     """Read the search tree back from checkpoints alone, through `get_state` and `get_state_history` of each
     thread, following each explored chunk to its child thread."""
     if isinstance(checkpointer_or_db_path, BaseCheckpointSaver):
-        return _thread_tree(checkpoint_reader(checkpointer_or_db_path), root_thread_id)
+        return _thread_tree(build_judge_graph(checkpointer_or_db_path), root_thread_id)
     if not Path(checkpointer_or_db_path).is_file():
         raise FileNotFoundError(
             f"{checkpointer_or_db_path}: no checkpoint database here; run the judge graph with this SQLite file first"
         )
     saver = sqlite_checkpointer(checkpointer_or_db_path)
     try:
-        return _thread_tree(checkpoint_reader(saver), root_thread_id)
+        return _thread_tree(build_judge_graph(saver), root_thread_id)
     finally:
         saver.conn.close()
 

@@ -1,20 +1,26 @@
 """Plain RAG as a small LangGraph graph: retrieve -> generate (numbered sources) | refuse.
 
 The retriever drops passages below a similarity cutoff; when nothing is left, `refuse` answers "not in
-the documents" without calling the model. Asking a 1.5B model to judge "is the answer in here?" was
-measured and is unreliable (it says yes to off-topic passages); the calibrated cutoff is not.
+the documents" without calling the model. Asking a 1.5B model "is the answer in here?" is unreliable (it says
+yes to off-topic passages); the calibrated cutoff is not.
+The graph holds no retriever or model: they come with each run as its runtime context,
+`graph.invoke({"question": q}, context=RAGContext(retriever=r, llm=llm))`, so every node is a plain function
+that can be imported and run alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 
 from rag_lib.prompts import PASSAGE_REMINDER, PASSAGE_RULE, fit_prompt, passage_block
 from rag_lib.text import detect_language
@@ -28,9 +34,17 @@ REFUSAL = {"zh": "文档中没有找到相关信息。", "en": "The documents do
 
 
 class RAGState(TypedDict, total=False):
-    question: str
-    documents: list[Document]
-    answer: str
+    question: str  # the user's question: the input
+    documents: list[Document]  # passages that passed the retriever's similarity cutoff (retrieve)
+    answer: str  # the cited answer (generate) or the fixed "not in the documents" reply (refuse)
+
+
+@dataclass(frozen=True)
+class RAGContext:
+    """What the nodes use but the state does not carry: the retriever (with its cutoff) and the chat model."""
+
+    retriever: BaseRetriever
+    llm: BaseChatModel
 
 
 def format_context(documents: list[Document]) -> str:
@@ -60,28 +74,37 @@ def answer_messages(question: str, documents: list[Document], llm: BaseChatModel
     return answer_prompt(*fit_prompt(llm, answer_prompt, question, documents))
 
 
-def build_rag_graph(retriever: BaseRetriever, llm: BaseChatModel) -> CompiledStateGraph:
-    """retrieve -> generate | refuse; stream with stream_mode="messages" to see the tokens."""
+def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
+    """Search the index with the question; the retriever leaves out passages below its similarity cutoff."""
+    return {"documents": runtime.context.retriever.invoke(state["question"])}
 
-    def retrieve(state: RAGState) -> RAGState:
-        return {"documents": retriever.invoke(state["question"])}
 
-    def generate(state: RAGState) -> RAGState:
-        reply: AIMessage = llm.invoke(answer_messages(state["question"], state["documents"], llm))
-        return {"answer": str(reply.content).strip()}
+def generate(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
+    """Answer from the numbered passages, fitted to the model's window, citing them as [1], [2], ..."""
+    llm = runtime.context.llm
+    reply: AIMessage = llm.invoke(answer_messages(state["question"], state["documents"], llm))
+    return {"answer": str(reply.content).strip()}
 
-    def refuse(state: RAGState) -> RAGState:
-        return {"answer": refusal_for(state["question"])}
 
-    def route(state: RAGState) -> Literal["generate", "refuse"]:
-        return "generate" if state["documents"] else "refuse"
+def refuse(state: RAGState) -> dict:
+    """No passage passed the cutoff: the fixed reply in the question's language, no model call."""
+    return {"answer": refusal_for(state["question"])}
 
-    graph = StateGraph(RAGState)
+
+def after_retrieval(state: RAGState) -> Literal["generate", "refuse"]:
+    """Answer when a passage passed the cutoff, else refuse."""
+    return "generate" if state["documents"] else "refuse"
+
+
+def build_rag_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """retrieve -> generate | refuse. Invoke with {"question": q} and context=RAGContext(retriever, llm); stream with
+    stream_mode="messages" to see the tokens. A checkpointer saves every step (then pass a thread_id in config)."""
+    graph = StateGraph(RAGState, context_schema=RAGContext)
     graph.add_node("retrieve", retrieve)
     graph.add_node("generate", generate)
     graph.add_node("refuse", refuse)
     graph.add_edge(START, "retrieve")
-    graph.add_conditional_edges("retrieve", route, {"generate": "generate", "refuse": "refuse"})
+    graph.add_conditional_edges("retrieve", after_retrieval, {"generate": "generate", "refuse": "refuse"})
     graph.add_edge("generate", END)
     graph.add_edge("refuse", END)
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)
