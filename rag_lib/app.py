@@ -5,34 +5,38 @@ changes nothing), the indexed files (read from Milvus, so the list survives rest
 choices ("auto" lets the router read them from the request) and the evaluation switch. Right: the chat, with the
 answer streamed token by token, then its sources, the retrieval used and the evaluation.
 
+Conversation memory: the router graph runs with a SQLite checkpointer, one thread per browser. The thread id is kept
+in the browser (gr.BrowserState, localStorage), so a page reload or an app restart reopens the same conversation
+(its turns are read back with get_state); "New conversation" starts another thread. A follow-up question is
+rewritten with the earlier turns before the search, and the answer sees them too (rag_lib.graphs.router).
+
 Milvus: `rag_lib.store.connect("app")` (`.milvus/app.db`, or a server in MILVUS_URI), or --milvus-uri (a server or a
 Lite path: pymilvus refuses a Lite path in MILVUS_URI at import time). Upload folder: `<project>/.uploads/`, or
-RAG_UPLOAD_DIR / --upload-dir. Host and port: --host / --port (default 127.0.0.1:7860, or GRADIO_SERVER_PORT).
+RAG_UPLOAD_DIR / --upload-dir. Conversations: `.uploads.conversations.sqlite` beside the upload folder (git-ignored),
+or --conversations. Host and port: --host / --port (default 127.0.0.1:7860, or GRADIO_SERVER_PORT).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import secrets
+import uuid
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import gradio as gr
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
 from pymilvus import MilvusClient
 
-from rag_lib.graphs.router import (
-    CHUNKINGS,
-    UPLOAD_TYPES,
-    Saved,
-    build_router_graph,
-    indexed_documents,
-    save_upload,
-    stream_request,
-)
+from rag_lib.graphs.checkpoints import sqlite_checkpointer
+from rag_lib.graphs.router import RouterContext, build_router_graph, stream_request
 from rag_lib.loaders import max_file_bytes
-from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT
+from rag_lib.settings import settings
+from rag_lib.store import DEFAULT_COLLECTION
+from rag_lib.uploads import CHUNKINGS, UPLOAD_TYPES, indexed_documents, save_upload
 
 FILE_COLUMNS = ["file", "chunks", "language", "chunking"]
 RETRIEVAL_CHOICES = [
@@ -47,16 +51,34 @@ CHUNK_SIZES = ["auto", "200", "300", "500", "800"]
 PROGRESS = {"route": "routed · working…", "save": "saved…", "retrieve": "reading the passages…",
             "answer": "evaluating…"}
 STATUS_ICON = {"indexed": "✓", "updated": "✓", "duplicate": "⚠", "error": "✗"}  # in DejaVu Sans: no emoji font needed
+THREAD_KEY = "rag-app-conversation"  # the browser's localStorage key for its conversation's thread id
 
 
 def default_upload_dir() -> Path:
     """RAG_UPLOAD_DIR, else `<project>/.uploads` (git-ignored)."""
-    return Path(os.environ.get("RAG_UPLOAD_DIR", "").strip() or PROJECT_ROOT / ".uploads")
+    return settings().RAG_UPLOAD_DIR
 
 
-def saved_markdown(saved: list[Saved]) -> str:
-    """One line per document: icon and message."""
-    return "\n".join(f"{STATUS_ICON[s.status]} {s.message}" for s in saved)
+def default_conversations(upload_dir: Path) -> Path:
+    """The conversations' SQLite file, beside the upload folder: `.uploads` -> `.uploads.conversations.sqlite`."""
+    return upload_dir.with_name(f"{upload_dir.name}.conversations.sqlite")
+
+
+def browser_secret(conversations: Path) -> str:
+    """The key the browser's thread id is encrypted with in localStorage, made once and kept beside the conversations
+    (`<file>-key`, git-ignored like them): Gradio's default is a new key per start, and the browser could no longer
+    read its thread id after a restart."""
+    path = conversations.with_name(f"{conversations.name}-key")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(24), encoding="utf-8")
+        path.chmod(0o600)
+    return path.read_text(encoding="utf-8").strip()
+
+
+def saved_markdown(saved: list[dict]) -> str:
+    """One line per document (a rag_lib.uploads.Saved as a dict, as the graph's state holds it): icon and message."""
+    return "\n".join(f"{STATUS_ICON[s['status']]} {s['message']}" for s in saved)
 
 
 def reply_markdown(state: dict) -> str:
@@ -103,10 +125,15 @@ class RagApp:
         llm: BaseChatModel,
         upload_dir: str | Path,
         collection: str = DEFAULT_COLLECTION,
+        conversations: str | Path | None = None,
     ) -> None:
+        """`conversations`: the checkpointer's SQLite file (None: `default_conversations` beside the upload folder)."""
         self.client, self.embeddings, self.collection = client, embeddings, collection
         self.upload_dir = Path(upload_dir)
-        self.graph = build_router_graph(client, embeddings, llm, self.upload_dir, collection)
+        self.conversations = Path(conversations) if conversations else default_conversations(self.upload_dir)
+        self.conversations.parent.mkdir(parents=True, exist_ok=True)
+        self.context = RouterContext(client, embeddings, llm, self.upload_dir, collection)
+        self.graph = build_router_graph(sqlite_checkpointer(self.conversations))
 
     def files_table(self) -> list[list]:
         """The indexed files, one row each (FILE_COLUMNS)."""
@@ -120,13 +147,30 @@ class RagApp:
                         None if chunk_size == "auto" else int(chunk_size), self.collection)
             for path in paths or []
         ]
-        return saved_markdown(saved), self.files_table()
+        return saved_markdown([asdict(s) for s in saved]), self.files_table()
+
+    def conversation(self, thread_id: str) -> list[dict]:
+        """A thread's turns as the chat panel shows them, read from the checkpointer (answers without their sources)."""
+        state = self.graph.get_state({"configurable": {"thread_id": thread_id}})
+        return [{"role": "user" if isinstance(m, HumanMessage) else "assistant", "content": str(m.content)}
+                for m in state.values.get("messages", [])]
+
+    def open_conversation(self, thread_id: str | None) -> tuple[str, list[dict]]:
+        """On page load: (the browser's thread id, its turns); a browser without one gets a new thread."""
+        if not thread_id:
+            return self.new_conversation()
+        return thread_id, self.conversation(thread_id)
+
+    def new_conversation(self) -> tuple[str, list[dict]]:
+        """A new thread id and an empty chat panel (the old thread stays in the checkpointer)."""
+        return uuid.uuid4().hex, []
 
     def chat(
         self, message: str, history: list[dict], chunking: str = "auto", chunk_size: str = "auto",
-        retrieval: str = "auto", evaluate: bool = True,
+        retrieval: str = "auto", evaluate: bool = True, thread_id: str | None = None,
     ) -> Iterator[tuple[list[dict], str, list[list]]]:
-        """Run one request through the router graph, yielding (chat history, textbox, files) as the answer grows."""
+        """Run one request through the router graph on conversation `thread_id` (None: a one-off request in a new
+        thread), yielding (chat history, textbox, files) as the answer grows."""
         if not message.strip():
             yield history, "", self.files_table()
             return
@@ -134,8 +178,8 @@ class RagApp:
         yield history, "", self.files_table()
         inputs = {"chunking": chunking, "chunk_size": None if chunk_size == "auto" else int(chunk_size),
                   "retrieval": retrieval, "evaluate": evaluate}
-        answer = ""
-        for kind, payload in stream_request(self.graph, message, **inputs):
+        answer, thread_id = "", thread_id or uuid.uuid4().hex
+        for kind, payload in stream_request(self.graph, message, context=self.context, thread_id=thread_id, **inputs):
             if kind == "token":
                 answer += payload
                 content = answer
@@ -148,6 +192,16 @@ class RagApp:
                 content = reply_markdown(payload)
             history = [*history[:-1], {"role": "assistant", "content": content}]  # a new list per update
             yield history, "", self.files_table() if kind == "done" else gr.skip()
+
+    def browser_chat(
+        self, message: str, history: list[dict], chunking: str, chunk_size: str, retrieval: str, evaluate: bool,
+        thread_id: str | None,
+    ) -> Iterator[tuple[list[dict], str, list[list], str]]:
+        """`chat` for the page, with the thread id as a fourth output: a message sent before the page had finished
+        loading has no thread id yet, and the new one must be stored in the browser with the reply."""
+        thread_id = thread_id or self.new_conversation()[0]
+        for update in self.chat(message, history, chunking, chunk_size, retrieval, evaluate, thread_id):
+            yield *update, thread_id
 
 
 def build_ui(app: RagApp) -> gr.Blocks:
@@ -172,12 +226,17 @@ def build_ui(app: RagApp) -> gr.Blocks:
                     question = gr.Textbox(placeholder="Ask a question, or \"Save this note: ...\"", show_label=False,
                                           scale=5, elem_id="question")
                     send = gr.Button("Send", variant="primary", scale=1, elem_id="send")
+                new = gr.Button("New conversation", size="sm", elem_id="new-conversation")
+        # this browser's thread id, in its localStorage, encrypted with a key that survives restarts
+        thread = gr.BrowserState(None, storage_key=THREAD_KEY, secret=browser_secret(app.conversations))
+        demo.load(app.open_conversation, thread, [thread, chatbot])
+        new.click(app.new_conversation, None, [thread, chatbot])
         upload.upload(app.upload, [upload, chunking, chunk_size], [status, files], concurrency_id="rag").then(
             lambda: None, None, upload
         )
-        chat_inputs = [question, chatbot, chunking, chunk_size, retrieval, evaluate]
+        chat_inputs = [question, chatbot, chunking, chunk_size, retrieval, evaluate, thread]
         for trigger in (send.click, question.submit):
-            trigger(app.chat, chat_inputs, [chatbot, question, files], concurrency_id="rag")
+            trigger(app.browser_chat, chat_inputs, [chatbot, question, files, thread], concurrency_id="rag")
     return demo
 
 
@@ -187,11 +246,14 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    parser.add_argument("--port", type=int, default=settings().GRADIO_SERVER_PORT)
     parser.add_argument("--upload-dir", type=Path, default=default_upload_dir())
     parser.add_argument("--milvus-uri", default=None, help="default: MILVUS_URI, else .milvus/app.db")
+    parser.add_argument("--conversations", type=Path, default=None,
+                        help="the conversations' SQLite file (default: beside the upload folder)")
     args = parser.parse_args(argv)
-    app = RagApp(connect("app", uri=args.milvus_uri), get_embeddings(), get_chat_model(), args.upload_dir)
+    app = RagApp(connect("app", uri=args.milvus_uri), get_embeddings(), get_chat_model(), args.upload_dir,
+                 conversations=args.conversations)
     theme = gr.themes.Default(font=["system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])  # offline
     build_ui(app).queue(default_concurrency_limit=1).launch(
         server_name=args.host, server_port=args.port, theme=theme, max_file_size=10 * max_file_bytes(),

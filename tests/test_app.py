@@ -1,8 +1,9 @@
 """The Gradio app's handlers (rag_lib.app): upload validation, path sanitisation, the persistent file list,
-the streamed chat reply, and the page's widgets.
+the streamed chat reply, the conversations kept per browser (and across a restart), and the page's widgets.
 
 Real Milvus Lite (temporary) and the real offline embeddings. The chat model is the TEST DOUBLE from
-tests/test_router.py (`ScriptedChatModel`: scripted routes, fixed grades, a fixed answer streamed word by word).
+tests/test_router.py (`ScriptedChatModel`: scripted routes and rewrites, fixed grades, a fixed answer streamed word by
+word, every prompt recorded).
 The browser end-to-end test with the real model is tests/test_browser.py.
 """
 
@@ -15,12 +16,12 @@ from pathlib import Path
 import gradio as gr
 import pytest
 from langchain_core.documents import Document
-from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, ScriptedChatModel
+from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, FOLLOW_UP, ScriptedChatModel
 
-from rag_lib.app import FILE_COLUMNS, RagApp, build_ui, reply_markdown
-from rag_lib.graphs.router import UploadError, safe_name, save_document
+from rag_lib.app import FILE_COLUMNS, THREAD_KEY, RagApp, build_ui, reply_markdown
 from rag_lib.loaders import make_pdf
 from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows
+from rag_lib.uploads import UploadError, safe_name, save_document
 
 
 @pytest.fixture()
@@ -202,6 +203,50 @@ def test_an_empty_message_does_nothing(app):
     assert list(app.chat("  ", [])) == [([], "", [])]
 
 
+def test_two_browsers_do_not_see_each_other_s_conversation(app, tmp_path):
+    app.upload([upload_file(tmp_path, "cafeteria.txt", CAFETERIA.encode())])
+    (a, shown_a), (b, shown_b) = app.open_conversation(None), app.new_conversation()
+    assert a != b and shown_a == shown_b == []
+    list(app.chat(ASK_CAFETERIA, [], thread_id=a))
+    llm = app.context.llm
+    llm.calls.clear()
+    llm.prompts.clear()
+    list(app.chat(FOLLOW_UP, [], thread_id=b))
+    assert "condense" not in llm.calls  # thread b has no earlier turn to rewrite with
+    assert not any(ASK_CAFETERIA in str(m.content) for prompt in llm.prompts for m in prompt)
+    assert app.conversation(a) == [{"role": "user", "content": ASK_CAFETERIA}, {"role": "assistant", "content": ANSWER}]
+    assert [turn["content"] for turn in app.conversation(b)][0] == FOLLOW_UP and len(app.conversation(b)) == 2
+
+
+def test_a_restarted_app_shows_the_conversation_and_answers_a_follow_up(milvus, embeddings, tmp_path):
+    first = RagApp(milvus, embeddings, ScriptedChatModel(), tmp_path / "uploads")
+    first.upload([upload_file(tmp_path, "cafeteria.txt", CAFETERIA.encode())])
+    thread, _ = first.open_conversation(None)
+    list(first.chat(ASK_CAFETERIA, [], thread_id=thread))
+    first.graph.checkpointer.conn.close()  # the app stops
+
+    llm = ScriptedChatModel()
+    again = RagApp(milvus, embeddings, llm, tmp_path / "uploads")  # a new graph and checkpointer on the same file
+    thread_again, shown = again.open_conversation(thread)  # what the page shows on load for this browser's thread
+    assert thread_again == thread
+    assert shown == [{"role": "user", "content": ASK_CAFETERIA}, {"role": "assistant", "content": ANSWER}]
+    *_, (history, _, _) = again.chat(FOLLOW_UP, shown, thread_id=thread)
+    assert llm.calls == ["route", "condense", "answer", "grade"]
+    assert f"User: {ASK_CAFETERIA}\nAssistant: {ANSWER}" in llm.prompts[0][-1].content  # rewritten with turn 1
+    assert history[:2] == shown
+    assert history[-1]["content"].startswith(ANSWER) and "**Sources**" in history[-1]["content"]
+    assert [turn["content"] for turn in again.conversation(thread)] == [ASK_CAFETERIA, ANSWER, FOLLOW_UP, ANSWER]
+
+
+def test_a_message_sent_before_the_page_has_a_thread_id_starts_one_and_stores_it(app):
+    *_, (history, _, _, thread) = app.browser_chat(ASK_CAFETERIA, [], "auto", "auto", "auto", False, None)
+    (user, assistant) = app.conversation(thread)
+    assert thread and user == {"role": "user", "content": ASK_CAFETERIA}
+    assert history[-1]["content"].startswith(assistant["content"])  # the panel adds route and notes to the answer
+    *_, (_, _, _, same) = app.browser_chat(FOLLOW_UP, history, "auto", "auto", "auto", False, thread)
+    assert same == thread and len(app.conversation(thread)) == 4
+
+
 def test_reply_markdown_lists_sources_strategy_and_notes():
     state = {
         "answer": "It opens at 9 [1].", "action": "retrieve", "routed_by": "model",
@@ -221,4 +266,20 @@ def test_the_page_has_the_widgets_the_browser_test_uses(app):
     demo = build_ui(app)
     assert isinstance(demo, gr.Blocks)
     ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
-    assert {"upload", "upload-status", "files", "chunking", "retrieval", "evaluate", "chat", "question", "send"} <= ids
+    assert {"upload", "upload-status", "files", "chunking", "retrieval", "evaluate", "chat", "question", "send",
+            "new-conversation"} <= ids
+
+
+def test_the_browser_keeps_its_thread_id_under_a_key_that_survives_a_restart(app, milvus, embeddings):
+    """Gradio encrypts a BrowserState with its `secret`, a new random one per start unless given: the app keeps its
+    own beside the conversations file, so a restarted app can still read the thread id the browser kept."""
+    def browser_state(demo: gr.Blocks) -> gr.BrowserState:
+        (state,) = [b for b in demo.blocks.values() if isinstance(b, gr.BrowserState)]
+        return state
+
+    first = browser_state(build_ui(app))
+    restarted = RagApp(milvus, embeddings, ScriptedChatModel(), app.upload_dir)
+    again = browser_state(build_ui(restarted))
+    assert first.storage_key == again.storage_key == THREAD_KEY
+    assert first.secret == again.secret and len(first.secret) >= 24
+    assert app.conversations.exists() and app.conversations.parent == app.upload_dir.parent

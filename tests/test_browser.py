@@ -11,6 +11,12 @@ runs first): a browser test that silently skips would let CI pass without ever o
 turns that into an explicit skip, for a machine where Chromium cannot be installed. About 2-4 minutes on 2 cores
 (model load, routing, answer, grading).
 The database is passed with --milvus-uri: pymilvus refuses a Lite path in MILVUS_URI when it is imported.
+After the screenshot the page is reloaded, and the conversation is still there.
+
+A second, faster test runs the app in this process with the TEST DOUBLE chat model of tests/test_router.py
+(`ScriptedChatModel`) to check the conversation memory in the browser: a reload and an app restart keep the
+conversation (the thread id lives in the browser's localStorage, the turns in the SQLite checkpointer), a follow-up
+after the restart is rewritten with the first turn, and "New conversation" starts an empty one.
 """
 
 from __future__ import annotations
@@ -127,6 +133,19 @@ def upload(driver, path: Path) -> None:
     driver.find_element(By.CSS_SELECTOR, "#upload input[type=file]").send_keys(str(path))
 
 
+def turns(driver, role: str) -> list[str]:
+    """The texts of the chat panel's `role` ("user" or "bot") messages ([] while it is being re-rendered)."""
+    try:
+        return [e.text for e in driver.find_elements(By.CSS_SELECTOR, f"#chat [data-testid={role}]")]
+    except StaleElementReferenceException:
+        return []
+
+
+def ask(driver, question: str) -> None:
+    driver.find_element(By.CSS_SELECTOR, "#question textarea").send_keys(question)
+    driver.find_element(By.CSS_SELECTOR, "#send").click()
+
+
 def test_upload_ask_stream_and_refuse_a_bad_file(app, browser, tmp_path):
     url, upload_dir = app
     browser.get(url)
@@ -186,3 +205,57 @@ def test_upload_ask_stream_and_refuse_a_bad_file(app, browser, tmp_path):
         README_SCREENSHOT.parent.mkdir(exist_ok=True)
         shutil.copyfile(screenshot, README_SCREENSHOT)
         print(f"README screenshot updated: {README_SCREENSHOT}")
+
+    browser.refresh()  # the conversation is read back from the checkpointer, for this browser's thread
+    WebDriverWait(browser, 60).until(lambda d: turns(d, "user") == [QUESTION])
+    assert answer in turns(browser, "bot")[0]
+
+
+def test_the_conversation_survives_a_reload_and_a_restart(browser, milvus, embeddings, tmp_path):
+    from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, FOLLOW_UP, ScriptedChatModel
+
+    import gradio as gr
+
+    from rag_lib.app import RagApp, build_ui
+
+    port = free_port()
+    url, theme = f"http://127.0.0.1:{port}/", gr.themes.Default(font=["system-ui"], font_mono=["monospace"])
+
+    def start() -> tuple[RagApp, gr.Blocks]:
+        """The app on `port`, its conversations in tmp_path (the same file on every start)."""
+        app = RagApp(milvus, embeddings, ScriptedChatModel(), tmp_path / "uploads")
+        demo = build_ui(app).queue(default_concurrency_limit=1)
+        demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, theme=theme)
+        return app, demo
+
+    app, demo = start()
+    try:
+        (tmp_path / "cafeteria.txt").write_text(CAFETERIA, encoding="utf-8")
+        app.upload([str(tmp_path / "cafeteria.txt")])
+        browser.get(url)
+        WebDriverWait(browser, 120).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#question textarea"))
+        ask(browser, ASK_CAFETERIA)
+        WebDriverWait(browser, 120).until(lambda d: "Sources" in "".join(turns(d, "bot")))
+
+        browser.refresh()
+        WebDriverWait(browser, 60).until(lambda d: turns(d, "user") == [ASK_CAFETERIA])
+        assert turns(browser, "bot") == [ANSWER]  # the answer as the thread keeps it (sources are not kept)
+
+        demo.close()  # the app stops and starts again: a new graph and checkpointer on the same file
+        app.graph.checkpointer.conn.close()
+        app, demo = start()
+        browser.refresh()
+        WebDriverWait(browser, 60).until(lambda d: turns(d, "user") == [ASK_CAFETERIA])
+        ask(browser, FOLLOW_UP)
+        WebDriverWait(browser, 120).until(lambda d: len(turns(d, "bot")) == 2 and "Sources" in turns(d, "bot")[1])
+        assert turns(browser, "user") == [ASK_CAFETERIA, FOLLOW_UP]
+        assert "condense" in app.context.llm.calls  # the follow-up was rewritten with the restored first turn
+
+        browser.find_element(By.CSS_SELECTOR, "#new-conversation").click()
+        WebDriverWait(browser, 30).until(lambda d: not turns(d, "user"))
+        browser.refresh()
+        WebDriverWait(browser, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#question textarea"))
+        time.sleep(2)  # time for the load event to fill the panel, were the old thread still the browser's
+        assert turns(browser, "user") == []
+    finally:
+        demo.close()

