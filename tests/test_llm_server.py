@@ -156,7 +156,7 @@ def test_the_router_routes_a_save_and_a_question_and_grades_the_answer(method, s
     context = RouterContext(milvus, embeddings, server_llm, tmp_path / "uploads", k=1, min_similarity=None)
     saved = graph.invoke({"request": "Save this note: The VPN server for the Lyon office is vpn2.example.org."},
                          {"callbacks": [calls]}, context=context)
-    assert (saved["action"], saved["routed_by"], saved["saved"][0].status) == ("save", "model", "indexed")
+    assert (saved["action"], saved["routed_by"], saved["saved"][0]["status"]) == ("save", "model", "indexed")
     tokens, final = [], {}
     request = {"request": "Which VPN server does the Lyon office use?", "evaluate": True}
     for mode, payload in graph.stream(request, {"callbacks": [calls]}, context=context,

@@ -10,6 +10,7 @@ BENCHMARKS = {
     "answers": "LLM passage grader on data/, plain RAG vs Corrective RAG on CMRC 2018 (half local, half web)",
     "index": "indexing stages, ANN sweep (FLAT/IVF/HNSW recall@10 vs latency, build, size), Lite's dropped params",
     "retrieval": "CMRC 2018 retrieval quality + latency per pipeline, beside a rank_bm25/numpy peer baseline",
+    "chat": "follow-up questions with memory: as written vs condensed vs joined, hit@1/@3 and answers (data/docs)",
 }
 
 

@@ -1,0 +1,113 @@
+"""Conversation benchmark: follow-up questions that name nothing ("what is its default port?"), over data/docs.
+
+Per conversation of data/chat_followups.json: the chat graph answers the first question, then the follow-up;
+the follow-up is searched three ways (as written, as condensed by the model, and joined to the first question)
+and each is scored by whether the gold file is the top hit or among the top 3; the graph's final answer is
+scored by whether it holds the gold answer. Counts come with 95% Wilson intervals (the set is small).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from rag_lib.bench import format_table, write_results
+from rag_lib.demo import DOCS
+from rag_lib.graphs.chat import ChatContext, build_chat_graph
+from rag_lib.index import index_directory
+from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
+from rag_lib.retriever import Retriever
+from rag_lib.store import PROJECT_ROOT, connect
+
+FOLLOW_UPS = PROJECT_ROOT / "data" / "chat_followups.json"
+QUERIES = ("as written", "condensed", "joined to the first question")
+
+
+def load_follow_ups(path: Path = FOLLOW_UPS) -> list[dict]:
+    """The committed conversations: first question, follow-up, gold answer and gold source file."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion: sound for small n and for 0 or n successes."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def rank_of(retriever: Retriever, query: str, source: str) -> int | None:
+    """1-based rank of the first chunk of `source` among the retriever's hits, None when it is not there."""
+    names = [Path(d.metadata["source"]).name for d in retriever.invoke(query)]
+    return names.index(source) + 1 if source in names else None
+
+
+def run_conversation(graph, context: ChatContext, ranker: Retriever, item: dict, thread: str) -> dict:
+    """Both turns through the chat graph, then the follow-up's three queries through the ranker."""
+    config = {"configurable": {"thread_id": thread}}
+    started = time.perf_counter()
+    graph.invoke({"messages": [("user", item["first"])]}, config, context=context)
+    middle = time.perf_counter()
+    state = graph.invoke({"messages": [("user", item["follow_up"])]}, config, context=context)
+    ended = time.perf_counter()
+    queries = dict(zip(QUERIES, (item["follow_up"], state["search_query"], f"{item['first']} {item['follow_up']}")))
+    answer = str(state["messages"][-1].content)
+    return {
+        "follow_up": item["follow_up"],
+        "condensed": state["search_query"],
+        "ranks": {name: rank_of(ranker, query, item["source"]) for name, query in queries.items()},
+        "answer": answer,
+        "answer_correct": item["answer"].lower() in answer.lower(),
+        "first_turn_s": round(middle - started, 2),
+        "follow_up_s": round(ended - middle, 2),
+    }
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """Per query form: top-1 and top-3 hits of the gold file, with 95% intervals."""
+    n, table = len(rows), []
+    for name in QUERIES:
+        top1 = sum(r["ranks"][name] == 1 for r in rows)
+        top3 = sum(r["ranks"][name] is not None and r["ranks"][name] <= 3 for r in rows)
+        table.append({"query": name, "n": n, "hit@1": top1 / n, "hit@1 95% CI": wilson(top1, n),
+                      "hit@3": top3 / n, "hit@3 95% CI": wilson(top3, n)})
+    return table
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench chat", description=__doc__)
+    parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    args = parser.parse_args(argv)
+    items = load_follow_ups()[: args.limit]
+    with tempfile.TemporaryDirectory() as folder:
+        client = connect(uri=str(Path(folder) / "chat.db"))
+        embeddings = get_embeddings()
+        index_directory(client, DOCS, embeddings, progress=False)
+        answerer = Retriever(client=client, embeddings=embeddings, k=3, min_similarity=default_min_similarity())
+        ranker = Retriever(client=client, embeddings=embeddings, k=3)
+        graph, context = build_chat_graph(InMemorySaver()), ChatContext(retriever=answerer, llm=get_chat_model())
+        rows = [run_conversation(graph, context, ranker, item, f"c{i}") for i, item in enumerate(items)]
+        client.close()
+    table = summarise(rows)
+    correct = sum(r["answer_correct"] for r in rows)
+    answers = {"n": len(rows), "answer holds the gold": correct / len(rows),
+               "95% CI": wilson(correct, len(rows)),
+               "median s, first turn": statistics.median(r["first_turn_s"] for r in rows),
+               "median s, follow-up (condense + answer)": statistics.median(r["follow_up_s"] for r in rows)}
+    print(format_table(table))
+    print()
+    print(format_table([answers]))
+    print("\nwrote", write_results("chat", {"retrieval": table, "answers": answers, "conversations": rows}))
+
+
+if __name__ == "__main__":
+    main([])
