@@ -169,12 +169,12 @@ def local_chat_model(model_path: str | Path, n_ctx: int = 4096, max_tokens: int 
 @lru_cache(maxsize=1)
 def get_chat_model() -> BaseChatModel:
     """The course's chat model (one shared instance per process, so one llama.cpp context and one lock)."""
-    settings = chat_settings()
-    if settings.kind == "openai":
+    provider = chat_settings()
+    if provider.kind == "openai":
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(model=settings.model, api_key=settings.api_key, base_url=settings.base_url, temperature=0)
-    path = Path(settings.model) if settings.kind == "gguf" else ensure_qwen_gguf()
+        return ChatOpenAI(model=provider.model, api_key=provider.api_key, base_url=provider.base_url, temperature=0)
+    path = Path(provider.model) if provider.kind == "gguf" else ensure_qwen_gguf()
     return local_chat_model(path)
 
 
@@ -501,19 +501,19 @@ def default_min_similarity() -> float | None:
 
 def raw_embeddings() -> Embeddings:
     """The configured embedding model itself, uncached (benchmarks time this one)."""
-    settings = embedding_settings()
-    if settings.kind == "openai":
+    provider = embedding_settings()
+    if provider.kind == "openai":
         from langchain_openai import OpenAIEmbeddings
 
         def client(model: str | None) -> OpenAIEmbeddings:
             # check_embedding_ctx_length=False: send text, not OpenAI tiktoken ids, which other servers reject
             return OpenAIEmbeddings(
-                model=model, api_key=settings.api_key, base_url=settings.base_url, check_embedding_ctx_length=False
+                model=model, api_key=provider.api_key, base_url=provider.base_url, check_embedding_ctx_length=False
             )
 
-        passages = client(settings.model)
-        queries = passages if settings.query_model == settings.model else client(settings.query_model)
-        return RoleEmbeddings(passages, queries, settings.query_prefix, settings.passage_prefix)
+        passages = client(provider.model)
+        queries = passages if provider.query_model == provider.model else client(provider.query_model)
+        return RoleEmbeddings(passages, queries, provider.query_prefix, provider.passage_prefix)
     return E5Embeddings()
 
 
@@ -524,11 +524,11 @@ def get_embeddings() -> Embeddings:
     from langchain_classic.embeddings import CacheBackedEmbeddings
     from langchain_classic.storage import LocalFileStore
 
-    settings = embedding_settings()
+    provider = embedding_settings()
     store = LocalFileStore(cache_dir() / "embeddings")
-    tag = f"{settings.kind}-{settings.model}-"
-    if settings.passage_prefix:  # another prefix makes other passage vectors: keep them apart
-        tag += hashlib.sha256(settings.passage_prefix.encode()).hexdigest()[:8] + "-"
+    tag = f"{provider.kind}-{provider.model}-"
+    if provider.passage_prefix:  # another prefix makes other passage vectors: keep them apart
+        tag += hashlib.sha256(provider.passage_prefix.encode()).hexdigest()[:8] + "-"
     namespace = re.sub(r"[^A-Za-z0-9_.-]", "_", tag)  # file-name safe
     # batch_size: vectors are written every 64 texts, so an interrupted run keeps what it computed
     return CacheBackedEmbeddings.from_bytes_store(
