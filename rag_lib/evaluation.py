@@ -5,12 +5,16 @@ as the CMRC 2018 script does (its punctuation list dropped, mixed segmentation, 
 "1990年" against "1990" or "NBA球队" against "NBA" get partial credit as there; otherwise as SQuAD v1.1 (articles
 and punctuation dropped, bag-of-tokens F1); the normalisation lives in `rag_lib.matching`. Context recall matches an
 answer in text by mixed segmentation (`rag_lib.matching.tokens_occur_in`), whatever the languages.
+`bootstrap_ci` and `paired_difference` put a confidence interval on a mean (or median) over questions, so two
+pipelines are compared on the same questions with their uncertainty, not by two bare numbers.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
+
+import numpy as np
 
 from rag_lib.matching import normalized_tokens, scoring_scheme, tokens_occur_in
 from rag_lib.text import split_sentences
@@ -110,3 +114,32 @@ def contains_any(answers: str | Sequence[str]) -> Callable[[str], bool]:
     gold_list = _gold_list(answers)
     return lambda sentence: any(tokens_occur_in(answer, sentence) for answer in gold_list)
 
+
+def bootstrap_ci(
+    values: Sequence[float], statistic: Callable[..., np.ndarray] = np.mean, confidence: float = 0.95,
+    resamples: int = 2000, seed: int = 0,
+) -> tuple[float, float, float]:
+    """(estimate, low, high): `statistic` (np.mean, np.median: anything taking `axis`) of `values` and its percentile
+    bootstrap interval: the values (one per question) are resampled with replacement `resamples` times. The fixed
+    `seed` gives the same interval on every run; one value gives a zero-width interval."""
+    data = np.asarray(values, dtype=float)
+    if data.ndim != 1 or data.size == 0:
+        raise ValueError(f"bootstrap_ci needs a non-empty list of numbers, got shape {data.shape}")
+    if not 0 < confidence < 1 or resamples < 1:
+        raise ValueError(f"confidence={confidence}, resamples={resamples}: need 0 < confidence < 1 and resamples >= 1")
+    picks = np.random.default_rng(seed).integers(0, data.size, size=(resamples, data.size))
+    spread = statistic(data[picks], axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(spread, [tail, 100 - tail])
+    return float(statistic(data)), float(low), float(high)
+
+
+def paired_difference(
+    a: Sequence[float], b: Sequence[float], confidence: float = 0.95, resamples: int = 2000, seed: int = 0,
+) -> tuple[float, float, float]:
+    """(mean of a[i] - b[i], low, high) for two pipelines scored on the same questions, in the same order: resampling
+    the questions keeps each pair together, so the interval is usually narrower than two separate ones suggest."""
+    if len(a) != len(b):
+        raise ValueError(f"paired_difference needs one score per question from each side: got {len(a)} and {len(b)}")
+    differences = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    return bootstrap_ci(differences, np.mean, confidence, resamples, seed)

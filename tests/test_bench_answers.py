@@ -1,5 +1,7 @@
-"""The cmrc part of the answers benchmark (rag_lib.bench.answers) runs end to end on a tiny SQuAD-format slice:
-four pipelines, per-question scores, error counting, the summary and the JSON. Correctness only, no timing.
+"""The cmrc part of the answers benchmark (rag_lib.bench.answers) on a tiny SQuAD-format slice: two settings, seven
+pipelines, per-row scores, error counting, resuming a stopped run, the summary with bootstrap intervals and
+paired differences, and rebuilding it from the rows; plus the bootstrap helpers of rag_lib.evaluation on known
+data. Correctness only, no timing.
 
 The chat model is a TEST DOUBLE (`ReaderDouble`): a perfect "reader" that copies a gold answer whenever one is
 in its prompt and says it does not know otherwise, so EM must equal "evidence found" for every pipeline; it
@@ -13,13 +15,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-import rag_lib.bench as bench
 from rag_lib.bench import answers
 from rag_lib.graphs.crag import PassageAnswer, SearchTerms
 from rag_lib.graphs.judge import Judgment
@@ -87,78 +89,224 @@ class ReaderDouble(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
-def test_cmrc_part_scores_four_pipelines_counts_errors_and_keeps_other_parts(tmp_path, monkeypatch):
-    path = tmp_path / "mini.json"
-    write_squad(path)
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
-    monkeypatch.setattr(answers, "RESULTS_DIR", tmp_path / "results")
-    monkeypatch.setattr(answers, "get_chat_model", ReaderDouble)
-    (tmp_path / "results").mkdir()
-    (tmp_path / "results" / "answers.json").write_text(json.dumps({"meta": {}, "grader": {"summary": "kept"}}))
+def run_bench(folder, *options: str) -> dict:
+    """One `python -m rag_lib.bench answers` run on the slice; returns the results file."""
+    answers.main(["--cmrc", str(folder / "mini.json"), "--runs-dir", str(folder / "runs"),
+                  "--out", str(folder / "answers.json"), *options])
+    return json.loads((folder / "answers.json").read_text(encoding="utf-8"))
 
-    answers.main(["--parts", "cmrc", "--cmrc", str(path), "--n", "5"])
 
-    results = json.loads((tmp_path / "results" / "answers.json").read_text(encoding="utf-8"))
+def rows_of(folder, setting: str) -> list[dict]:
+    lines = (folder / "runs" / f"{setting}.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    """Every pipeline in both settings on the 5 questions, with a grader part already in the results file."""
+    folder = tmp_path_factory.mktemp("answers")
+    write_squad(folder / "mini.json")
+    (folder / "answers.json").write_text(json.dumps({"meta": {}, "grader": {"summary": "kept"}}))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(answers, "get_chat_model", ReaderDouble)
+        results = run_bench(folder, "--n", "5")
+    return folder, results
+
+
+def test_every_pipeline_runs_in_both_settings_and_errors_are_rows(full_run):
+    folder, results = full_run
     assert results["grader"] == {"summary": "kept"}  # a part not re-run keeps its old results
+    local, split = rows_of(folder, "local"), rows_of(folder, "split")
+    for rows in (local, split):  # one row per pipeline and question, none twice
+        assert sorted((r["pipeline"], r["id"]) for r in rows) == sorted(
+            {(p, r["id"]) for p in answers.PIPELINES for r in rows})
+        assert len(rows) == 5 * len(answers.PIPELINES) and "" not in {r["question"] for r in rows}
+    assert {r["home"] for r in local} == {"local"} and {r["home"] for r in split} == {"local", "web"}
+
+    failing = [r for r in local + split if FAIL in r["question"]]
+    assert len(failing) == 2 * len(answers.PIPELINES)  # every pipeline raised on it, in both settings
+    for row in local + split:
+        if FAIL in row["question"]:
+            assert "RuntimeError: test double" in row["error"] and row["em"] == row["f1"] == 0.0
+        else:  # a perfect reader answers exactly when the evidence was in front of it
+            assert not row["error"] and row["em"] == row["evidence"] == row["contains"], row
+        assert row["s"] >= 0 and row["prompt_tokens"] >= 0 and row["model"] == "ReaderDouble"
+
+    by = {(r["setting"], r["pipeline"], r["question"]): r for r in local + split}
+    for r in split:  # the index-free pipelines ran once per question and were copied into the split setting
+        twin = by["local", r["pipeline"], r["question"]]
+        if r["pipeline"] in answers.INDEX_FREE:
+            assert r["copied_from"] == "local" and r["answer"] == twin["answer"] and r["session"] == twin["session"]
+        else:
+            assert "copied_from" not in r
+    ok = [r for r in local + split if not r["error"]]
+    assert all(r["evidence"] == 1 and r["em"] == 1 for r in ok if r["pipeline"] in ("gold", "gold_generative"))
+    assert all(r["evidence"] == 0 and r["llm_calls"] == 1 for r in ok if r["pipeline"] == "llm_only")
+    assert all(r["extracted"] and r["answer"].endswith("[1]") for r in ok if r["pipeline"] == "gold")
+    web = [r for r in split if r["home"] == "web"]
+    assert all(r["evidence"] == 0 for r in web if r["pipeline"] in ("rag", "rag_extractive", "judge"))
+    assert all(r["evidence"] == 1 and r["crag_action"] != "correct" for r in web if r["pipeline"] == "crag")
+    assert all(r["web_pages"] == 0 for r in local if r["pipeline"] == "crag")  # the local setting has no web
+    for setting in ("local", "split"):
+        for name in ("rag", "rag_extractive", "crag", "judge"):
+            assert by[setting, name, "大熊猫主要吃什么？"]["em"] == 1.0  # a local context, found and copied
+
+
+def test_summary_has_intervals_and_paired_differences_per_setting(full_run, capsys):
+    folder, results = full_run
     cmrc = results["cmrc"]
-    assert cmrc["setup"]["questions"] == 5 and cmrc["setup"]["pipelines"] == list(answers.PIPELINES)
-    rows = {r["question"]: r for r in cmrc["questions"]}
-    assert len(rows) == 5 and "" not in rows
-    assert {r["home"] for r in rows.values()} == {"local", "web"}
+    summary = {(r["setting"], r["context in"], r["pipeline"]): r for r in cmrc["summary"]}
+    groups = {("local", "all"), ("split", "all"), ("split", "local"), ("split", "web")}
+    assert set(summary) == {g + (p,) for g in groups for p in answers.PIPELINES}
+    rows = {s: rows_of(folder, s) for s in ("local", "split")}
+    for (setting, group, name), r in summary.items():
+        part = [x for x in rows[setting] if x["pipeline"] == name and group in ("all", x["home"])]
+        assert r["n"] == len(part) and r["errors"] == sum(bool(x["error"]) for x in part)
+        assert r["EM"] == pytest.approx(sum(x["em"] for x in part) / len(part))
+        for label in (*answers.MEANS, "s p50"):
+            low, high = r[f"{label} ci"]
+            assert low <= r[label] + 1e-12 and r[label] <= high + 1e-12, (label, r)
+    assert summary["local", "all", "rag"]["n"] == 5 and summary["local", "all", "rag"]["errors"] == 1
+    assert summary["split", "web", "crag"]["evidence"] == 1.0 and summary["split", "web", "rag"]["evidence"] == 0.0
 
-    failing = rows[f"故宫建成于哪一年？{FAIL}"]
-    for name in answers.PIPELINES:
-        for row in rows.values():
-            if row[f"{name}_error"]:
-                assert row is failing and row[f"{name}_em"] == row[f"{name}_f1"] == 0.0
-                assert "RuntimeError: test double" in row[f"{name}_error"]
-            else:  # a perfect reader answers exactly when the evidence was in front of it
-                assert row[f"{name}_em"] == row[f"{name}_evidence"] == row[f"{name}_contains"], (name, row)
-            assert row[f"{name}_s"] >= 0 and row[f"{name}_prompt_tokens"] >= 0
-    assert all(failing[f"{name}_error"] for name in answers.PIPELINES)  # and the run went on after it
+    paired = {(r["setting"], r["context in"], r["comparison"]): r for r in cmrc["paired"]}
+    assert {("local", "all", f"{a} - {b}") for a, b in answers.PAIRS} <= set(paired)
+    same = paired["local", "all", "gold - gold_generative"]  # a perfect reader: the same EM on every question
+    assert same["n"] == 5 and same["EM diff"] == 0.0 and same["EM diff ci"] == [0.0, 0.0]
+    crag_gain = paired["split", "web", "crag - rag_extractive"]  # CRAG alone reaches the web half
+    assert crag_gain["evidence diff"] == 1.0 and crag_gain["evidence diff ci"] == [1.0, 1.0]
 
-    for name in ("plain", "judge"):  # local index only: the web half is out of reach
-        assert all(r[f"{name}_evidence"] == 0 for r in rows.values() if r["home"] == "web")
-    assert all(r["llm_only_evidence"] == 0 and r["llm_only_llm_calls"] == 1 for r in rows.values())
-    assert all(r["crag_evidence"] == 1 and r["crag_action"] != "correct" for r in rows.values() if r["home"] == "web")
-    assert rows["大熊猫主要吃什么？"]["plain_em"] == 1.0 and rows["大熊猫主要吃什么？"]["judge_em"] == 1.0
-
-    summary = {(s["pipeline"], s["context in"]): s for s in cmrc["summary"]}
-    assert set(summary) == {(p, h) for p in answers.PIPELINES for h in ("local", "web", "all")}
-    for name in answers.PIPELINES:
-        every = summary[name, "all"]
-        assert every["questions"] == 5
-        assert every["errors"] == 1 and summary[name, "local"]["errors"] == 1
-        assert every["EM"] == sum(r[f"{name}_em"] for r in rows.values()) / 5
-    assert summary["llm_only", "all"]["EM"] == 0.0
-    assert summary["plain", "all"]["s / plain"] == summary["plain", "all"]["calls / plain"] == 1.0
-    assert summary["crag", "web"]["evidence"] == 1.0 and summary["plain", "web"]["evidence"] == 0.0
+    setup = cmrc["setup"]
+    assert setup["questions"] == 5 and setup["model"] == "ReaderDouble" and setup["bootstrap"]["seed"] == 0
+    assert (setup["settings"]["local"]["indexed contexts"], setup["settings"]["local"]["web pages"]) == (4, 0)
+    assert setup["settings"]["split"]["web pages"] == 2 and setup["settings"]["split"]["questions with rows"] == 5
+    session = setup["sessions"][0]
+    assert {"load_1min at start", "load_1min at end", "n_threads", "rows written"} <= set(session)
 
 
-def test_rescore_recomputes_scores_of_recorded_answers_and_keeps_the_measurement(tmp_path, monkeypatch):
-    path = tmp_path / "mini.json"
-    write_squad(path)
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)
-    monkeypatch.setattr(answers, "RESULTS_DIR", tmp_path)
-    row = {"id": "C2_Q0", "home": "local", "question": "长江全长约多少公里？", "gold": "6300公里"}
-    for name in answers.PIPELINES:  # a stale F1 of 0.0 for an answer that holds the gold in a sentence
-        row |= {f"{name}_{m}": 1.0 for m in answers.METRICS} | {f"{name}_answer": "全长约6300公里。",
-                                                                  f"{name}_em": 0.0, f"{name}_f1": 0.0,
-                                                                  f"{name}_error": ""}
-    row["judge_error"] = "RuntimeError: failed"  # a failed answer stays scored 0
-    meta = {"measured_at": "2026-01-01", "load_average_1min_at_end": 0.5}
-    (tmp_path / "answers.json").write_text(json.dumps({"meta": meta, "cmrc": {"setup": {}, "questions": [row]}}))
+def test_summarize_only_rebuilds_the_same_summary_from_the_rows_without_a_model(full_run, tmp_path, monkeypatch):
+    folder, results = full_run
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "mini.json").write_text((folder / "mini.json").read_text(encoding="utf-8"), encoding="utf-8")
+    (copy / "runs").mkdir()
+    for name in ("local.jsonl", "split.jsonl", "sessions.jsonl"):
+        (copy / "runs" / name).write_text((folder / "runs" / name).read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(answers, "get_chat_model", lambda: pytest.fail("no model may be loaded"))
 
-    answers.main(["--rescore", "--cmrc", str(path)])
+    rebuilt = run_bench(copy, "--n", "5", "--summarize-only")
+    assert rebuilt["cmrc"] == results["cmrc"] | {"setup": rebuilt["cmrc"]["setup"]}
+    assert {k: v for k, v in rebuilt["cmrc"]["setup"].items() if k != "settings"} == {
+        k: v for k, v in results["cmrc"]["setup"].items() if k != "settings"}
 
-    results = json.loads((tmp_path / "answers.json").read_text(encoding="utf-8"))
-    assert results["meta"] == meta  # the timing record is the original measurement's
-    rescored = results["cmrc"]["questions"][0]
-    # pred 全/长/约/6300/公/里 (6), gold 6300/公/里 (3), LCS 3 -> P = 1/2, R = 1, F1 = 2/3; EM 0; contains 1
-    assert rescored["plain_f1"] == rescored["crag_f1"] == 2 / 3 and rescored["plain_em"] == 0.0
-    assert rescored["plain_contains"] == 1.0 and rescored["judge_f1"] == 0.0
-    summary = {(s["pipeline"], s["context in"]): s for s in results["cmrc"]["summary"]}
-    assert summary["plain", "all"]["F1"] == 2 / 3 and summary["plain", "all"]["s"] == 1.0
+    # a stale score in the rows is recomputed from the recorded answer; the other setting's summary is kept
+    rows = rows_of(copy, "split")
+    for r in rows:
+        if r["pipeline"] == "gold" and not r["error"]:
+            r["em"] = r["f1"] = 0.0
+    (copy / "runs" / "split.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (copy / "runs" / "local.jsonl").unlink()
+    again = run_bench(copy, "--n", "5", "--settings", "split", "--summarize-only")
+    assert [r for r in again["cmrc"]["summary"] if r["setting"] == "local"] == [
+        r for r in results["cmrc"]["summary"] if r["setting"] == "local"]
+    gold = next(r for r in again["cmrc"]["summary"] if (r["setting"], r["context in"], r["pipeline"]) ==
+                ("split", "all", "gold"))
+    assert gold["EM"] == 4 / 5  # the 4 answered questions, the failed one stays 0
+
+
+def test_a_stopped_run_goes_on_where_it_stopped(tmp_path, monkeypatch):
+    write_squad(tmp_path / "mini.json")
+    monkeypatch.setattr(answers, "get_chat_model", ReaderDouble)
+    ran = []
+    real = answers.run_pipeline
+    monkeypatch.setattr(answers, "run_pipeline", lambda graph, question, *rest: ran.append(question) or
+                        real(graph, question, *rest))
+    options = ("--n", "3", "--pipelines", "llm_only,rag,gold")
+    # questions 1 and 2 in plan order: local llm_only, rag, gold, split llm_only (copy), rag, gold (copy), ...
+    partial = run_bench(tmp_path, *options, "--limit", "7")
+    assert len(ran) == 5 and len(rows_of(tmp_path, "local")) == 4 and len(rows_of(tmp_path, "split")) == 3
+    assert {r["n"] for r in partial["cmrc"]["summary"] if r["context in"] == "all"} <= {1, 2}  # a partial summary
+
+    ran.clear()
+    whole = run_bench(tmp_path, *options)
+    assert len(ran) == 3 * 4 - 5  # 3 questions x (3 local runs + rag in split), minus the 5 already run
+    for setting in ("local", "split"):
+        keys = [(r["pipeline"], r["id"]) for r in rows_of(tmp_path, setting)]
+        assert len(keys) == len(set(keys)) == 9
+    assert {r["n"] for r in whole["cmrc"]["summary"] if r["context in"] == "all"} == {3}
+    assert len(whole["cmrc"]["setup"]["sessions"]) == 2
+
+    ran.clear()
+    run_bench(tmp_path, *options)  # nothing left to do
+    assert ran == []
+
+
+def test_prewritten_rows_are_kept_copied_and_a_torn_line_runs_again(tmp_path, monkeypatch):
+    write_squad(tmp_path / "mini.json")
+    monkeypatch.setattr(answers, "get_chat_model", ReaderDouble)
+    sample = answers.sample_questions(answers.load_cmrc(tmp_path / "mini.json"), 2, seed=0)
+    first = sample[0]
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    row = {"setting": "local", "pipeline": "llm_only", "id": first["id"], "rank": 1, "home": "local",
+           "question": first["question"], "golds": first["golds"], "answer": "PRE-WRITTEN", "em": 0.0, "f1": 0.0,
+           "contains": 0.0, "evidence": 0.0, "llm_calls": 1, "prompt_tokens": 1, "completion_tokens": 1, "s": 1.0,
+           "error": "", "model": "ReaderDouble", "session": "earlier"}
+    torn = json.dumps(row | {"pipeline": "gold"})[:40]  # the run was killed while writing this row
+    (runs / "local.jsonl").write_text(json.dumps(row) + "\n" + torn, encoding="utf-8")
+
+    run_bench(tmp_path, "--n", "2", "--pipelines", "llm_only,gold", "--settings", "local,split")
+    local = {(r["pipeline"], r["id"]): r for r in rows_of(tmp_path, "local")}
+    split = {(r["pipeline"], r["id"]): r for r in rows_of(tmp_path, "split")}
+    assert len(local) == len(rows_of(tmp_path, "local")) == 4 and len(split) == 4
+    assert local["llm_only", first["id"]] == row  # not run again
+    assert split["llm_only", first["id"]]["answer"] == "PRE-WRITTEN"  # and copied, not run, in the other setting
+    assert local["gold", first["id"]]["session"] != "earlier"  # the torn row ran again
+
+
+def test_rows_of_another_model_stop_the_run_before_it_mixes_them(tmp_path, monkeypatch):
+    write_squad(tmp_path / "mini.json")
+    monkeypatch.setattr(answers, "get_chat_model", ReaderDouble)
+    (tmp_path / "runs").mkdir()
+    row = {"setting": "local", "pipeline": "llm_only", "id": "C1_Q0", "model": "other.gguf"}
+    (tmp_path / "runs" / "local.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="other.gguf.*another --runs-dir"):
+        run_bench(tmp_path, "--n", "2")
+
+
+def test_bootstrap_interval_on_known_data():
+    from rag_lib.evaluation import bootstrap_ci
+
+    estimate, low, high = bootstrap_ci([0.7] * 30)  # no spread, no uncertainty: a zero-width interval
+    assert estimate == pytest.approx(0.7) and low == high == pytest.approx(0.7)
+    assert bootstrap_ci([3.0]) == (3.0, 3.0, 3.0)
+    coin = [0.0, 1.0] * 50  # mean .5, standard error sqrt(.25 / 100) = .05: the 95 % interval is about .5 +- .098
+    estimate, low, high = bootstrap_ci(coin)
+    assert estimate == 0.5 and 0.38 <= low <= 0.42 and 0.58 <= high <= 0.62
+    assert bootstrap_ci(coin) == (estimate, low, high)  # the fixed seed: the same interval every time
+    assert bootstrap_ci(coin, confidence=0.5)[1] > low  # a lower confidence, a narrower interval
+    median, low, high = bootstrap_ci([1.0, 2.0, 3.0, 4.0, 100.0], np.median)
+    assert median == 3.0 and low >= 1.0 and high <= 100.0
+    with pytest.raises(ValueError, match="non-empty"):
+        bootstrap_ci([])
+
+
+def test_paired_difference_on_known_data():
+    from rag_lib.evaluation import bootstrap_ci, paired_difference
+
+    scores = [0.0, 1.0, 0.5, 1.0, 0.0, 0.25]
+    assert paired_difference(scores, scores) == (0.0, 0.0, 0.0)  # identical samples: no difference, zero width
+    assert paired_difference([s + 1 for s in scores], scores) == (1.0, 1.0, 1.0)  # one point better on each
+    # pairing removes the spread between questions: a small steady gain is certain, though each side varies a lot
+    rng = np.random.default_rng(1)
+    base = rng.uniform(0, 1, 200)
+    better = base + 0.05 + rng.normal(0, 0.01, 200)
+    difference, low, high = paired_difference(better, base)
+    assert difference == pytest.approx(0.05, abs=0.005) and 0.04 < low < difference < high < 0.06
+    _, alone_low, alone_high = bootstrap_ci(better)
+    assert alone_high - alone_low > 5 * (high - low)
+    with pytest.raises(ValueError, match="one score per question"):
+        paired_difference([1.0], [1.0, 0.0])
 
 
 def test_the_cmrc_split_and_the_fixed_sample(tmp_path):
@@ -178,11 +326,39 @@ def test_the_cmrc_split_and_the_fixed_sample(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["C0.txt", "C2.txt", "C4.txt"]
     assert (folder / "C0.txt").read_text(encoding="utf-8") == "# T0\n\ncontext 0"
     assert [p.metadata["url"] for p in pages] == ["cmrc://C1", "cmrc://C3", "cmrc://C5"]
+    everything = tmp_path / "everything"
+    everything.mkdir()
+    assert answers.cmrc_setup(data, everything, "local") == ([f"C{i}" for i in range(6)], [])  # no web at all
+    with pytest.raises(ValueError, match="local, split"):
+        answers.home_of(data, "web")
+
     sample = answers.sample_questions(data, 5, seed=0)
     assert sample == answers.sample_questions(data, 5, seed=0)  # fixed sample
+    assert answers.sample_questions(data, 3, seed=0) == sample[:3]  # a smaller n is the start of a larger one
+    assert [q["rank"] for q in sample] == [1, 2, 3, 4, 5]
     assert {q["id"] for q in sample} == {"C0_Q", "C1_Q", "C2_Q", "C4_Q", "C5_Q"}  # the empty question is skipped
     assert all(q["home"] == ("local" if int(q["id"][1]) % 2 == 0 else "web") for q in sample)
-    assert answers.cmrc_golds(path)["C4_Q"] == ["a4"]
+    assert all(q["context_id"] == q["id"][:2] and q["golds"] == [f"a{q['id'][1]}"] for q in sample)
+    with pytest.raises(ValueError, match="only 5 questions"):
+        answers.sample_questions(data, 6, seed=0)
+
+
+def test_plan_runs_each_index_free_pipeline_once_per_question_and_interleaves():
+    sample = [{"id": "A"}, {"id": "B"}]
+    done = {("split", "gold", "B"): {}}
+    plan = [(q["id"], setting, pipeline, source) for q, setting, pipeline, source in
+            answers.plan_work(sample, ["local", "split"], ["gold", "rag"], done)]
+    assert plan == [
+        ("A", "local", "gold", None), ("A", "local", "rag", None), ("A", "split", "gold", "local"),
+        ("A", "split", "rag", None),
+        ("B", "local", "gold", "split"), ("B", "local", "rag", None), ("B", "split", "rag", None),
+    ]
+
+
+def test_citation_markers_are_not_part_of_the_scored_answer():
+    assert answers.without_citations("紫禁城 [1]") == "紫禁城"
+    assert answers.without_citations("A [1, 2]。B[3]") == "A。B"
+    assert answers.score("紫禁城 [1]", ["紫禁城"], [])["em"] == 1.0
 
 
 def test_contains_and_evidence_need_a_gold_answer_as_it_is():

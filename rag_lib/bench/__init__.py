@@ -47,11 +47,13 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_results(name: str, payload: dict[str, Any], meta: dict[str, Any] | None = None) -> Path:
-    """Save results with the machine they were measured on to bench_results/<name>.json (`meta`: keep the
-    record of an earlier measurement, e.g. when only the scores were recomputed)."""
-    RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+def write_results(
+    name: str, payload: dict[str, Any], meta: dict[str, Any] | None = None, path: Path | None = None
+) -> Path:
+    """Save results with the machine they were measured on to bench_results/<name>.json, or `path` (`meta`: keep
+    the record of an earlier measurement, e.g. when only the scores were recomputed)."""
+    path = path or RESULTS_DIR / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     meta = meta or {
         "machine": platform.machine(),
         "cpus": os.cpu_count(),

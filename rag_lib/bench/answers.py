@@ -1,16 +1,30 @@
-"""Answer quality of LLM-only, plain RAG, Corrective RAG and the judge graph, and how well the local LLM grades
-passages.
+"""Answer quality of LLM-only, plain RAG (generative and extractive), Corrective RAG, the judge graph and the
+gold-context bound on CMRC 2018, with confidence intervals; and how well the local LLM grades passages.
 
-Two parts, both written to bench_results/answers.json (a part that is not re-run keeps its old results):
-- grader: on data/ (sample + web questions), passages labelled answer-bearing (the best retrieved local chunk
-  that contains the gold answer) or off-topic (the top local chunks of questions the docs cannot answer), graded
-  by a naive "is it relevant?" yes/no prompt and by CRAG's copy-and-verify grader.
-- cmrc: CMRC 2018 trial contexts split in two by a fixed rule (even positions -> local Milvus index, odd -> the
-  offline "web" corpus), a fixed random sample of questions, four pipelines on the same questions: LLM-only (no
-  retrieval), plain RAG, CRAG (local + offline web) and the judge graph (local index only, bounded depth and
-  LLM calls). Per question: EM/F1, answer contains a gold answer, evidence found (a gold answer in the context
-  given to the generator), LLM calls, tokens, seconds, and the error if the pipeline raised (recorded, scored 0,
-  the run goes on). Summary per pipeline: means, medians and cost ratios to plain RAG.
+Two parts, both written to --out (default bench_results/answers.json; a part or setting not re-run keeps its old
+results):
+- cmrc (the default part): a fixed sample of CMRC 2018 trial questions (--n, --seed: the first n of a seeded
+  shuffle of the non-empty questions, so a larger --n extends a smaller one) in two settings (--settings):
+  "local", every context indexed in Milvus Lite (the standard RAG setting; CRAG's web is empty), and "split",
+  even contexts indexed, odd ones only in the offline "web" corpus (where only CRAG can reach them).
+  Pipelines (--pipelines), each run as the course runs it, a graph with its runtime context: llm_only (no
+  retrieval), rag (RAGContext, generative), rag_extractive (RAGContext(mode="extractive")), crag, judge, and the
+  bound with retrieval taken as perfect: gold (the extractive RAG graph whose retriever returns the question's own
+  context) and gold_generative (the same, generative). llm_only and the gold pipelines read no index, so they run
+  once per question and their row is copied into the other setting ("copied_from").
+  Per (setting, pipeline, question) row: EM, F1, contains gold, evidence (a gold answer in what the generator
+  read), LLM calls, prompt and generated tokens, seconds, and the error if the pipeline raised (recorded, scored
+  0, the run goes on). Each row is appended at once to <runs-dir>/<setting>.jsonl: a run stopped at any point and
+  started again with the same arguments skips the finished rows. Questions are interleaved (question 1 through
+  every setting and pipeline, then question 2, ...), so a partial run compares the pipelines on the same
+  questions, and llama.cpp's prompt cache is cleared before every pipeline run, so no pipeline reuses another's.
+  Summary per setting, pipeline and where the context lives: n, errors, means of EM, F1, contains gold, evidence,
+  LLM calls and tokens, mean and median seconds, each with a 95 % percentile-bootstrap interval over the
+  questions (fixed seed); and paired differences between pipelines on the questions both finished, with their
+  intervals. --summarize-only rebuilds it from the JSONL files (re-scoring the recorded answers) with no model.
+- grader (--parts grader): on data/ (sample + web questions), passages labelled answer-bearing (the best
+  retrieved local chunk that contains the gold answer) or off-topic (the top local chunks of questions the docs
+  cannot answer), graded by a naive "is it relevant?" yes/no prompt and by CRAG's copy-and-verify grader.
 The CMRC file is --cmrc, else the one `rag_lib.cmrc.cmrc_path` finds (the trial split shipped in the project under
 its own licence, CC BY-SA 4.0).
 """
@@ -19,27 +33,35 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
-import statistics
+import re
+import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
-from langchain_core.callbacks import BaseCallbackHandler
+import numpy as np
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import LLMResult
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
+from tqdm import tqdm
 
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
-from rag_lib.evaluation import exact_match, f1
+from rag_lib.evaluation import bootstrap_ci, exact_match, f1, paired_difference
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph, fold
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
@@ -53,14 +75,26 @@ from rag_lib.models import (
     structured_output,
 )
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, connect
+from rag_lib.store import PROJECT_ROOT, close, connect
 from rag_lib.text import detect_language
 from rag_lib.websearch import OfflineWebSearch
 
 DATA = PROJECT_ROOT / "data"
 NAIVE_SYSTEM = "You grade retrieved passages."
 METRICS = ("em", "f1", "contains", "evidence", "llm_calls", "prompt_tokens", "completion_tokens", "s")
-PIPELINES = ("llm_only", "plain", "crag", "judge")
+PIPELINES = ("llm_only", "rag", "rag_extractive", "crag", "judge", "gold", "gold_generative")
+INDEX_FREE = ("llm_only", "gold", "gold_generative")  # read no index: one run per question serves every setting
+SETTINGS = ("local", "split")
+# paired differences reported (first - second), when both pipelines have rows
+PAIRS = (("rag", "llm_only"), ("rag_extractive", "rag"), ("crag", "rag"), ("crag", "rag_extractive"),
+         ("judge", "rag"), ("judge", "rag_extractive"), ("gold", "rag_extractive"), ("gold_generative", "rag"),
+         ("gold", "gold_generative"))
+# summary label -> row field: a mean with its bootstrap interval
+MEANS = {"EM": "em", "F1": "f1", "contains gold": "contains", "evidence": "evidence", "LLM calls": "llm_calls",
+         "prompt tokens": "prompt_tokens", "completion tokens": "completion_tokens", "s": "s"}
+DIFFERENCES = ("EM", "F1", "evidence", "LLM calls", "s")  # the paired differences
+BOOTSTRAP = {"confidence": 0.95, "resamples": 2000, "seed": 0}
+DEFAULT_QUESTIONS = 200
 K = 3  # chunks retrieved per question by every retrieving pipeline
 CRAG_MAX_LLM_CALLS = 6
 JUDGE_MAX_LLM_CALLS, JUDGE_MAX_DEPTH = 6, 2  # a follow-up child gets at most 2 calls: one level is reachable
@@ -69,6 +103,7 @@ LLM_ONLY_SYSTEM = (
     "If you do not know the answer, reply only: {unknown}"
 )
 UNKNOWN = {"zh": "我不知道。", "en": "I don't know."}
+CITATION = re.compile(r"\s*\[\d+(?:\s*[,，]\s*\d+)*\]")
 
 
 class NaiveRelevance(BaseModel):
@@ -167,15 +202,20 @@ def run_grader(llm, retriever: Retriever) -> dict:
     return {"summary": summary, "passages": rows}
 
 
-def home_of(data: Dataset) -> dict[str, str]:
-    """Context id -> where the context lives: "local" (even positions in the file) or "web" (odd positions)."""
+def home_of(data: Dataset, setting: str = "split") -> dict[str, str]:
+    """Context id -> where the context lives: every one "local" in the local setting; in the split setting "local"
+    (even positions in the file) or "web" (odd positions)."""
+    if setting not in SETTINGS:
+        raise ValueError(f"setting {setting!r}: choose from {', '.join(SETTINGS)}")
+    if setting == "local":
+        return dict.fromkeys(data.contexts, "local")
     return {context_id: "web" if i % 2 else "local" for i, context_id in enumerate(data.contexts)}
 
 
-def cmrc_setup(data: Dataset, folder: Path) -> tuple[list[str], list[Document]]:
+def cmrc_setup(data: Dataset, folder: Path, setting: str = "split") -> tuple[list[str], list[Document]]:
     """Local contexts -> files in `folder` (the local index), web ones -> offline web pages; returns the local
     context ids and the pages."""
-    homes = home_of(data)
+    homes = home_of(data, setting)
     local = [context_id for context_id, home in homes.items() if home == "local"]
     for context_id in local:
         # "# title" becomes the chunks' title metadata, which knowledge refinement scores with each strip
@@ -187,16 +227,26 @@ def cmrc_setup(data: Dataset, folder: Path) -> tuple[list[str], list[Document]]:
 
 
 def sample_questions(data: Dataset, n: int, seed: int) -> list[dict]:
-    """A fixed random sample of non-empty questions over all contexts, each tagged with where its context lives."""
+    """The first `n` non-empty questions of a shuffle fixed by `seed` (so the sample for a smaller n is the start of
+    the one for a larger n), each with its rank in that order, its context and where the context lives when split."""
     homes = home_of(data)
-    pool = [{"question": q.text, "golds": list(q.answers), "id": q.id, "home": homes[q.context_id]}
-            for q in data.questions if q.text]
-    return random.Random(seed).sample(pool, n)
+    pool = [{"question": q.text, "golds": list(q.answers), "id": q.id, "context_id": q.context_id,
+             "home": homes[q.context_id]} for q in data.questions if q.text and q.answers]
+    if n > len(pool):
+        raise ValueError(f"--n {n}: the CMRC file has only {len(pool)} questions with a text and an answer")
+    random.Random(seed).shuffle(pool)
+    return [q | {"rank": rank} for rank, q in enumerate(pool[:n], 1)]
+
+
+def without_citations(answer: str) -> str:
+    """The answer without its citation markers ([1], [1, 2]): they point at sources, they are not part of it."""
+    return CITATION.sub("", answer).strip()
 
 
 def score(answer: str, golds: list[str], contexts: list[str]) -> dict[str, float]:
-    """EM and F1; whether the answer contains a gold answer (fairer to a sentence-long answer than EM); and
-    whether a gold answer was in what the generator saw (evidence)."""
+    """EM and F1 of the answer without its citation markers; whether it contains a gold answer (fairer to a
+    sentence-long answer than EM); and whether a gold answer was in what the generator saw (evidence)."""
+    answer = without_citations(answer)
     return {"em": exact_match(answer, golds), "f1": f1(answer, golds),
             "contains": float(any_occurs_in(golds, [answer])), "evidence": float(any_occurs_in(golds, contexts))}
 
@@ -228,17 +278,34 @@ def judge_context(state: dict) -> list[str]:
             if r["score"] != 0]
 
 
+def rag_context(state: dict) -> list[str]:
+    """What a RAG graph's generator read: the passages that passed the retriever."""
+    return [d.page_content for d in state["documents"]]
+
+
 # per pipeline: the text its generator saw, read from the final state
 CONTEXT_OF: dict[str, Callable[[dict], list[str]]] = {
     "llm_only": lambda state: [],
-    "plain": lambda state: [d.page_content for d in state["documents"]],
+    "rag": rag_context,
+    "rag_extractive": rag_context,
     "crag": lambda state: [d.page_content for d in state["knowledge"]],
     "judge": judge_context,
+    "gold": rag_context,
+    "gold_generative": rag_context,
 }
 
 
+class GoldRetriever(BaseRetriever):
+    """Perfect retrieval, for the upper bound: the question's own context, whatever the query."""
+
+    documents: list[Document]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        return list(self.documents)
+
+
 def run_pipeline(
-    graph: CompiledStateGraph, question: str, golds: list[str], count: Callable[[str], int],
+    graph: Runnable, question: str, golds: list[str], count: Callable[[str], int],
     context: Callable[[dict], list[str]],
 ) -> tuple[dict, dict]:
     """One question through one graph: (scores, LLM calls, tokens, seconds, answer and error; the final state).
@@ -264,142 +331,432 @@ def run_pipeline(
     return scores | usage | {"s": seconds, "answer": state.get("answer", ""), "error": error}, state
 
 
-def ratio(value: float, baseline: float) -> float | None:
-    """value / baseline, or None (JSON null) when the baseline is 0."""
-    return value / baseline if baseline else None
+def model_name(llm: BaseChatModel) -> str:
+    """A short name of the chat model for the records: the GGUF file, the endpoint's model, or the class."""
+    path = getattr(llm, "model_path", None)
+    if path:
+        return Path(path).name
+    return str(getattr(llm, "model_name", None) or type(llm).__name__)
 
 
-def summarize_cmrc(rows: list[dict]) -> list[dict]:
-    """Per pipeline and where the context lives (local / web / all): errors, mean quality, mean and median cost,
-    and cost ratios to plain RAG on the same questions."""
-    summary = []
-    for home in ("local", "web", "all"):
-        part = [r for r in rows if home in ("all", r["home"])]
-        if not part:
-            continue
+def clear_prompt_cache(llm: BaseChatModel) -> None:
+    """Make llama.cpp forget its last prompt, so a run does not start from the prefix another pipeline left in its
+    KV cache: every pipeline pays for its whole prompt, whatever ran before. A no-op for any other model."""
+    client = getattr(llm, "client", None)
+    if client is None:
+        return
+    from llama_cpp import Llama
 
-        def mean(name: str, metric: str) -> float:
-            return statistics.fmean(r[f"{name}_{metric}"] for r in part)
-
-        def median(name: str, metric: str) -> float:
-            return statistics.median(r[f"{name}_{metric}"] for r in part)
-
-        def tokens(name: str) -> float:
-            return mean(name, "prompt_tokens") + mean(name, "completion_tokens")
-
-        for name in PIPELINES:
-            summary.append({
-                "pipeline": name, "context in": home, "questions": len(part),
-                "errors": sum(bool(r[f"{name}_error"]) for r in part),
-                "EM": mean(name, "em"), "F1": mean(name, "f1"), "contains gold": mean(name, "contains"),
-                "evidence": mean(name, "evidence"),
-                "LLM calls": mean(name, "llm_calls"), "LLM calls p50": median(name, "llm_calls"),
-                "prompt tokens": mean(name, "prompt_tokens"), "completion tokens": mean(name, "completion_tokens"),
-                "s": mean(name, "s"), "s p50": median(name, "s"),
-                "s / plain": ratio(mean(name, "s"), mean("plain", "s")),
-                "calls / plain": ratio(mean(name, "llm_calls"), mean("plain", "llm_calls")),
-                "tokens / plain": ratio(tokens(name), tokens("plain")),
-            })
-    return summary
+    if isinstance(client, Llama):
+        client.reset()
 
 
-def progress_line(row: dict) -> str:
-    """F1/evidence, LLM calls and seconds of each pipeline on one question, for the log."""
-    cells = []
-    for name in PIPELINES:
-        failed = " ERROR" if row[f"{name}_error"] else ""
-        cells.append(f"{name} {row[f'{name}_f1']:.2f}/{row[f'{name}_evidence']:.0f} "
-                     f"{row[f'{name}_llm_calls']}c {row[f'{name}_s']:.0f}s{failed}")
-    return " | ".join(cells)
+def index_free_pipelines(llm: BaseChatModel, data: Dataset) -> dict[str, Callable[[dict], Runnable]]:
+    """llm_only and the gold bound (the RAG graph with a retriever that returns the question's own context), per
+    question: they read no index, so one set serves every setting."""
+    llm_only, rag = build_llm_only_graph(llm), build_rag_graph()
+
+    def gold(mode: str) -> Callable[[dict], Runnable]:
+        def bound(q: dict) -> Runnable:
+            context_id = q["context_id"]
+            document = Document(data.contexts[context_id],
+                                metadata={"source": f"{context_id}.txt", "title": data.titles[context_id]})
+            return rag.bind(context=RAGContext(retriever=GoldRetriever(documents=[document]), llm=llm, mode=mode))
+
+        return bound
+
+    return {"llm_only": lambda q: llm_only, "gold": gold("extractive"), "gold_generative": gold("generative")}
 
 
-def run_cmrc(llm, path: Path, n: int, seed: int) -> dict:
-    """LLM-only, plain RAG, CRAG and the judge graph on a fixed CMRC sample, half the contexts local and half on
-    the offline web (only CRAG searches it)."""
-    data = load_cmrc(path)
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "cmrc_local"
-        folder.mkdir()
-        local, pages = cmrc_setup(data, folder)
-        client = connect(uri=str(Path(tmp) / "cmrc.db"))
-        embeddings = get_embeddings()
-        index_directory(client, folder, embeddings, progress=False)
-        cutoff = default_min_similarity()
+def indexed_pipelines(
+    llm: BaseChatModel, data: Dataset, setting: str, folder: Path, stack: ExitStack,
+) -> dict[str, Callable[[dict], Runnable]]:
+    """Index the setting's local contexts into a new Milvus Lite database in `folder` (closed by `stack`) and bind
+    rag, rag_extractive, crag (web: the setting's web pages, none when local) and judge to it, with the course's
+    runtime contexts."""
+    files = folder / setting
+    files.mkdir()
+    _, pages = cmrc_setup(data, files, setting)
+    client = connect(uri=str(folder / f"{setting}.db"))
+    stack.callback(close, client)  # also stops Lite's in-process server before its folder is removed
+    embeddings = get_embeddings()
+    index_directory(client, files, embeddings, progress=False)
+    cutoff = default_min_similarity()
 
-        def retriever(**kwargs: Any) -> Retriever:
-            return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
+    def retriever(**kwargs: Any) -> Retriever:
+        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
 
-        graphs = {
-            "llm_only": build_llm_only_graph(llm),
-            "plain": build_rag_graph().bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm)),
-            "crag": build_crag_graph().bind(context=CRAGContext(
-                retriever=retriever(), llm=llm, web_search=OfflineWebSearch(pages), max_llm_calls=CRAG_MAX_LLM_CALLS)),
-            "judge": build_judge_graph().bind(context=JudgeContext(  # bind: every invoke gets this context
-                retriever=retriever(), llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
-                min_similarity=cutoff)),
+    rag = build_rag_graph()
+    graphs = {  # bind: every invoke gets this context
+        "rag": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm)),
+        "rag_extractive": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm,
+                                                      mode="extractive")),
+        "crag": build_crag_graph().bind(context=CRAGContext(
+            retriever=retriever(), llm=llm, web_search=OfflineWebSearch(pages), max_llm_calls=CRAG_MAX_LLM_CALLS)),
+        "judge": build_judge_graph().bind(context=JudgeContext(
+            retriever=retriever(), llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
+            min_similarity=cutoff)),
+    }
+    return {name: (lambda q, graph=graph: graph) for name, graph in graphs.items()}
+
+
+def details(pipeline: str, state: dict) -> dict:
+    """What a pipeline decided on its way, for reading the rows: passages, span found, CRAG's action, follow-ups."""
+    if pipeline == "crag":
+        return {"crag_action": state.get("action", ""), "web_query": state.get("web_query", ""),
+                "web_pages": len(state.get("web_results", []))}
+    if pipeline == "judge":
+        return {"follow_ups": len(state.get("sub_answers", []))}
+    if CONTEXT_OF[pipeline] is rag_context:
+        extracted = {"extracted": state["extracted"]} if "extracted" in state else {}
+        return {"passages": len(state.get("documents", []))} | extracted
+    return {}
+
+
+# ---------------------------------------------------------------- resumable runs: one JSONL file per setting
+
+SESSIONS = "sessions.jsonl"  # in the runs folder: when each run started and ended, with the machine's load
+
+
+def runs_file(runs_dir: Path, setting: str) -> Path:
+    """Where the rows of one setting are appended."""
+    return runs_dir / f"{setting}.jsonl"
+
+
+def read_jsonl(path: Path, repair: bool = False) -> list[dict]:
+    """The records of a JSONL file ([] when absent). A last line without its newline was torn by a killed run (or is
+    being written now): it is left out, and with `repair` (a run about to append) cut off the file, so it runs again."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    complete, _, torn = text.rpartition("\n")
+    if torn and repair:
+        print(f"{path}: dropping a torn last line (the run was stopped while writing it); that row runs again")
+        with path.open("r+", encoding="utf-8") as file:
+            file.truncate(len((complete + "\n").encode("utf-8")) if complete else 0)
+    records = []
+    for number, line in enumerate(complete.splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}: not JSON ({error}); delete the line to rerun it") from None
+    return records
+
+
+def append_row(path: Path, record: dict) -> None:
+    """Append one record as a line and close the file at once, so a killed run loses at most the row it was on."""
+    with path.open("a", encoding="utf-8") as file:
+        file.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def finished_rows(runs_dir: Path) -> dict[tuple[str, str, str], dict]:
+    """(setting, pipeline, question id) -> the first row written for it, over every setting's file."""
+    done: dict[tuple[str, str, str], dict] = {}
+    for setting in SETTINGS:
+        for row in read_jsonl(runs_file(runs_dir, setting), repair=True):
+            done.setdefault((row["setting"], row["pipeline"], row["id"]), row)
+    return done
+
+
+def plan_work(
+    sample: list[dict], settings: Iterable[str], pipelines: Iterable[str], done: dict[tuple[str, str, str], dict],
+) -> list[tuple[dict, str, str, str | None]]:
+    """The rows still to write, question after question (each through every setting and pipeline), each with the
+    setting to copy it from (None: run it): an index-free pipeline runs once per question and is copied."""
+    work: list[tuple[dict, str, str, str | None]] = []
+    runs: dict[tuple[str, str], str] = {}  # (pipeline, id) -> the setting where it runs in this plan
+    for q in sample:
+        for setting in settings:
+            for pipeline in pipelines:
+                if (setting, pipeline, q["id"]) in done:
+                    continue
+                source = None
+                if pipeline in INDEX_FREE:
+                    earlier = [s for s in SETTINGS if (s, pipeline, q["id"]) in done]
+                    source = earlier[0] if earlier else runs.get((pipeline, q["id"]))
+                    if source is None:
+                        runs[pipeline, q["id"]] = setting
+                work.append((q, setting, pipeline, source))
+    return work
+
+
+def progress_line(row: dict, total: int) -> str:
+    """One finished row for the log: question rank, setting, pipeline, F1, evidence, LLM calls, seconds."""
+    failed = f" ERROR {row['error'][:80]}" if row["error"] else ""
+    return (f"{row['rank']:4}/{total} {row['setting']:5} {row['home']:5} {row['pipeline']:15} F1 {row['f1']:.2f} "
+            f"evidence {row['evidence']:.0f} {row['llm_calls']:2} calls {row['s']:6.1f} s{failed}")
+
+
+def run_cmrc(
+    llm: BaseChatModel, data: Dataset, sample: list[dict], settings: list[str], pipelines: list[str],
+    runs_dir: Path, limit: int | None = None,
+) -> int:
+    """Write the missing rows of the sample to the runs files (at most `limit` of them), each as soon as it is done;
+    Ctrl-C (or SIGTERM, see `main`) stops after the rows already written. Returns how many rows were written."""
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    model, done = model_name(llm), finished_rows(runs_dir)
+    foreign = sorted({row.get("model", "?") for row in done.values()} - {model})
+    if foreign:
+        raise SystemExit(f"{runs_dir} holds rows measured with {', '.join(foreign)} and this run uses {model}: pass "
+                         "another --runs-dir so that the rows of two models are not mixed")
+    work = plan_work(sample, settings, pipelines, done)[:limit]
+    session = {"session": datetime.now().isoformat(timespec="milliseconds"), "model": model,
+               "n_threads": getattr(llm, "n_threads", None), "settings": settings, "pipelines": pipelines,
+               "questions": len(sample), "rows planned": len(work)}
+    append_row(runs_dir / SESSIONS, session | {"event": "start", "load_1min": round(os.getloadavg()[0], 2)})
+    homes = {setting: home_of(data, setting) for setting in settings}
+    count, free, indexed = token_counter_for(llm), index_free_pipelines(llm, data), {}
+    written, started = 0, time.perf_counter()
+    runs = sum(source is None for *_, source in work)
+    print(f"{len(work)} rows to write ({runs} pipeline runs, {len(work) - runs} copies), "
+          f"{len(done)} done before, in {runs_dir}", flush=True)
+    with ExitStack() as stack, tqdm(total=runs, unit="run", smoothing=0, dynamic_ncols=True) as bar:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="answers_bench_")))
+        try:
+            for q, setting, pipeline, source in work:
+                where = {"setting": setting, "home": homes[setting][q["context_id"]]}
+                if source is not None:
+                    row = done[source, pipeline, q["id"]] | where | {"copied_from": source}
+                else:
+                    if pipeline in INDEX_FREE:
+                        pipeline_for = free[pipeline]
+                    else:
+                        if setting not in indexed:
+                            bar.set_postfix_str(f"indexing the {setting} setting")
+                            indexed[setting] = indexed_pipelines(llm, data, setting, folder, stack)
+                        pipeline_for = indexed[setting][pipeline]
+                    clear_prompt_cache(llm)
+                    result, state = run_pipeline(pipeline_for(q), q["question"], q["golds"], count,
+                                                 CONTEXT_OF[pipeline])
+                    row = (where | {"pipeline": pipeline, "id": q["id"], "rank": q["rank"], "question": q["question"],
+                                    "golds": q["golds"]} | result | {"s": round(result["s"], 3)}
+                           | details(pipeline, state)
+                           | {"model": model, "session": session["session"],
+                              "load_1min": round(os.getloadavg()[0], 2)})
+                append_row(runs_file(runs_dir, setting), row)
+                done[setting, pipeline, q["id"]] = row
+                written += 1
+                if source is None:
+                    bar.update()
+                    bar.set_postfix_str(f"q{q['rank']} {setting} {pipeline} {row['s']:.0f} s")
+                    tqdm.write(progress_line(row, len(sample)))
+        except KeyboardInterrupt:
+            tqdm.write(f"stopped: {written} rows written this run; the same command goes on from there")
+    end = {"event": "end", "load_1min": round(os.getloadavg()[0], 2), "rows written": written,
+           "seconds": round(time.perf_counter() - started, 1)}
+    append_row(runs_dir / SESSIONS, {"session": session["session"]} | end)
+    return written
+
+
+# ---------------------------------------------------------------- summary with bootstrap intervals
+
+
+def rescored(row: dict) -> dict:
+    """The row with EM, F1 and contains gold recomputed from its answer with the current metrics (no model call;
+    evidence and cost stay as measured); a failed run stays 0."""
+    if row["error"]:
+        return row
+    golds, answer = row["golds"], without_citations(row["answer"])
+    return row | {"em": exact_match(answer, golds), "f1": f1(answer, golds),
+                  "contains": float(any_occurs_in(golds, [answer]))}
+
+
+def interval(values: list[float], statistic: Callable[..., Any] = np.mean) -> tuple[float, list[float]]:
+    """(estimate, [low, high]): the statistic over questions and its 95 % bootstrap interval (fixed seed)."""
+    estimate, low, high = bootstrap_ci(values, statistic, **BOOTSTRAP)
+    return estimate, [low, high]
+
+
+def describe(rows: list[dict]) -> dict:
+    """n, errors, and every mean of MEANS plus the median seconds, each with its bootstrap interval."""
+    out: dict[str, Any] = {"n": len(rows), "errors": sum(bool(r["error"]) for r in rows)}
+    for label, field in MEANS.items():
+        out[label], out[f"{label} ci"] = interval([r[field] for r in rows])
+    out["s p50"], out["s p50 ci"] = interval([r["s"] for r in rows], np.median)
+    return out
+
+
+def compare(first: dict[str, dict], second: dict[str, dict]) -> dict:
+    """Paired differences first - second (rows by question id) on the questions both have, with intervals."""
+    shared = [question for question in first if question in second]
+    out: dict[str, Any] = {"n": len(shared)}
+    for label in DIFFERENCES:
+        field = MEANS[label]
+        difference, low, high = paired_difference([first[q][field] for q in shared], [second[q][field] for q in shared],
+                                                  **BOOTSTRAP)
+        out[f"{label} diff"], out[f"{label} diff ci"] = difference, [low, high]
+    return out
+
+
+def summarize_setting(setting: str, rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(summary, paired) rows of one setting: over all its questions and, when the contexts live in two places
+    (split), over each place alone."""
+    homes = sorted({row["home"] for row in rows})
+    groups = {"all": rows}
+    if len(homes) > 1:
+        groups |= {home: [r for r in rows if r["home"] == home] for home in homes}
+    summary, paired = [], []
+    for group, part in groups.items():
+        found = {name: {r["id"]: r for r in part if r["pipeline"] == name} for name in PIPELINES}
+        summary += [{"setting": setting, "context in": group, "pipeline": name} | describe(list(by_id.values()))
+                    for name, by_id in found.items() if by_id]
+        paired += [{"setting": setting, "context in": group, "comparison": f"{a} - {b}"} | compare(found[a], found[b])
+                   for a, b in PAIRS if set(found[a]) & set(found[b])]
+    return summary, paired
+
+
+def sample_rows(runs_dir: Path, setting: str, sample: list[dict]) -> list[dict]:
+    """The setting's rows for the questions of the sample (the first row of each pipeline and question), re-scored."""
+    wanted, seen, rows = {q["id"] for q in sample}, set(), []
+    for row in read_jsonl(runs_file(runs_dir, setting)):
+        if row["id"] in wanted and (row["pipeline"], row["id"]) not in seen:
+            seen.add((row["pipeline"], row["id"]))
+            rows.append(rescored(row))
+    return rows
+
+
+def sessions_of(runs_dir: Path) -> list[dict]:
+    """Every run recorded in the runs folder, its start and end events merged (a killed run has no end)."""
+    sessions: dict[str, dict] = {}
+    for event in read_jsonl(runs_dir / SESSIONS):
+        kind = event.pop("event")
+        load = event.pop("load_1min")
+        sessions.setdefault(event["session"], {}).update(event | {f"load_1min at {kind}": load})
+    return list(sessions.values())
+
+
+def summarize_cmrc(
+    previous: dict, data: Dataset, path: Path, sample: list[dict], settings: list[str], runs_dir: Path, seed: int,
+) -> dict:
+    """The cmrc part from the runs files: setup, summary and paired rows of `settings`, with the other settings'
+    rows kept from `previous` (the cmrc part already in the results file)."""
+    keep = previous if "paired" in previous else {}  # an older layout is replaced whole
+    setup_before = keep.get("setup", {}).get("settings", {})
+    summary = [r for r in keep.get("summary", []) if r["setting"] not in settings]
+    paired = [r for r in keep.get("paired", []) if r["setting"] not in settings]
+    per_setting, models = {k: v for k, v in setup_before.items() if k not in settings}, set()
+    for setting in settings:
+        rows = sample_rows(runs_dir, setting, sample)
+        models |= {row.get("model", "?") for row in rows}
+        part, pairs = summarize_setting(setting, rows)
+        summary, paired = summary + part, paired + pairs
+        homes = home_of(data, setting).values()
+        loads = [row["load_1min"] for row in rows if "load_1min" in row]
+        per_setting[setting] = {
+            "indexed contexts": sum(home == "local" for home in homes),
+            "web pages": sum(home == "web" for home in homes),
+            "questions with rows": len({row["id"] for row in rows}), "rows": len(rows),
+            "runs file": str(runs_file(runs_dir, setting)),
+            "load_1min over the rows": {"mean": round(float(np.mean(loads)), 2), "max": max(loads)} if loads else None,
         }
-        rows, count = [], token_counter_for(llm)
-        for i, q in enumerate(sample_questions(data, n, seed), 1):
-            row = {"id": q["id"], "home": q["home"], "question": q["question"], "gold": q["golds"][0]}
-            states = {}
-            for name, graph in graphs.items():
-                result, states[name] = run_pipeline(graph, q["question"], q["golds"], count, CONTEXT_OF[name])
-                row |= {f"{name}_{k}": v for k, v in result.items()}
-            crag, judge = states["crag"], states["judge"]
-            row |= {"crag_action": crag.get("action", ""), "crag_web_query": crag.get("web_query", ""),
-                    "judge_follow_ups": len(judge.get("sub_answers", []))}
-            rows.append(row)
-            print(f"  {i:3}/{n} {q['home']:5} {progress_line(row)} | {q['question'][:24]}", flush=True)
-        client.close()
-    summary = summarize_cmrc(rows)
-    print(format_table([r for r in summary if r["context in"] == "all"]))
-    setup = {"file": path.name, "contexts": len(data.contexts), "local contexts": len(local), "web pages": len(pages),
-             "questions": n, "seed": seed, "retriever k": K, "plain min_similarity": cutoff,
-             "crag max_llm_calls": CRAG_MAX_LLM_CALLS, "judge max_llm_calls": JUDGE_MAX_LLM_CALLS,
-             "judge max_depth": JUDGE_MAX_DEPTH, "judge min_similarity": cutoff, "pipelines": list(PIPELINES)}
-    return {"setup": setup, "summary": summary, "questions": rows}
+    order = {name: i for i, name in enumerate(SETTINGS)}
+    summary.sort(key=lambda r: (order[r["setting"]], r["context in"] != "all", r["context in"]))
+    paired.sort(key=lambda r: (order[r["setting"]], r["context in"] != "all", r["context in"]))
+    sessions = sessions_of(runs_dir)
+    setup = {
+        "file": path.name, "contexts": len(data.contexts), "questions": len(sample), "seed": seed,
+        "sample": "the first n non-empty questions of a shuffle fixed by the seed", "retriever k": K,
+        "min_similarity": default_min_similarity(), "crag max_llm_calls": CRAG_MAX_LLM_CALLS,
+        "judge max_llm_calls": JUDGE_MAX_LLM_CALLS, "judge max_depth": JUDGE_MAX_DEPTH,
+        "pipelines": list(PIPELINES), "index-free pipelines (copied across settings)": list(INDEX_FREE),
+        "bootstrap": BOOTSTRAP | {"method": "percentile, resampling questions"},
+        "model": ", ".join(sorted(models)),
+        "n_threads": sorted({s["n_threads"] for s in sessions if s.get("n_threads")}),
+        "load_1min": {"at start": sessions[0].get("load_1min at start") if sessions else None,
+                      "at end": sessions[-1].get("load_1min at end") if sessions else None},
+        "sessions": sessions, "settings": per_setting,
+    }
+    return {"setup": setup, "summary": summary, "paired": paired}
 
 
-def cmrc_golds(path: Path) -> dict[str, list[str]]:
-    """Question id -> all its gold answers, from the CMRC file."""
-    return {q.id: list(q.answers) for q in load_cmrc(path).questions}
+def with_ci(row: dict, label: str, digits: int = 2) -> str:
+    """'0.42 [0.35, 0.49]': a value with its interval, for the printed tables."""
+    low, high = row[f"{label} ci"]
+    return f"{row[label]:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def rescore_cmrc(cmrc: dict, path: Path) -> dict:
-    """Recompute EM, F1 and contains-gold of the recorded answers with the current metrics (no model call; the
-    evidence, cost and answers stay as measured), and the summary from them."""
-    golds = cmrc_golds(path)
-    for row in cmrc["questions"]:
-        for name in PIPELINES:
-            if not row[f"{name}_error"]:
-                answer = row[f"{name}_answer"]
-                row |= {f"{name}_em": exact_match(answer, golds[row["id"]]), f"{name}_f1": f1(answer, golds[row["id"]]),
-                        f"{name}_contains": float(any_occurs_in(golds[row["id"]], [answer]))}
-    return cmrc | {"summary": summarize_cmrc(cmrc["questions"])}
+def print_tables(cmrc: dict, settings: list[str]) -> None:
+    """Per setting: the pipelines with their intervals, then the paired differences."""
+    for setting in settings:
+        rows = [r for r in cmrc["summary"] if r["setting"] == setting]
+        print(f"\n{setting} setting ({cmrc['setup']['settings'][setting]['questions with rows']} questions; "
+              "mean [95 % bootstrap interval])")
+        print(format_table([
+            {"context in": r["context in"], "pipeline": r["pipeline"], "n": r["n"], "errors": r["errors"],
+             "EM": with_ci(r, "EM"), "F1": with_ci(r, "F1"), "evidence": with_ci(r, "evidence"),
+             "LLM calls": f"{r['LLM calls']:.1f}",
+             "tokens in/out": f"{r['prompt tokens']:.0f}/{r['completion tokens']:.0f}",
+             "s p50": with_ci(r, "s p50", 1), "s mean": f"{r['s']:.1f}"} for r in rows]))
+        pairs = [r for r in cmrc["paired"] if r["setting"] == setting]
+        if pairs:
+            print(f"\n{setting} setting, paired differences on the questions both finished")
+            print(format_table([
+                {"context in": r["context in"], "comparison": r["comparison"], "n": r["n"],
+                 **{f"{label} diff": with_ci(r, f"{label} diff", 1 if label == "s" else 2) for label in DIFFERENCES}}
+                for r in pairs]))
+
+
+def stop_on_sigterm() -> Callable[[], None]:
+    """Let `kill PID` stop a run as Ctrl-C does (rows written stay, Milvus closes, the summary is written); returns
+    the function that puts the previous handler back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def names(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
+    """A comma list of names from `allowed`, in the order given; a clear error for an unknown one."""
+    chosen = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in allowed]
+    if unknown or not chosen:
+        raise SystemExit(f"{option} {text!r}: give a comma list of {', '.join(allowed)}")
+    return list(dict.fromkeys(chosen))
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m rag_lib.bench answers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cmrc", type=Path, default=None, help="CMRC 2018 JSON (default: rag_lib.cmrc.cmrc_path)")
-    parser.add_argument("--n", type=int, default=20, help="CMRC questions in the sample")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--parts", nargs="+", choices=["grader", "cmrc"], default=["grader", "cmrc"])
-    parser.add_argument("--rescore", action="store_true",
-                        help="only recompute EM/F1 of the recorded CMRC answers (after a metric change); no model")
+    parser.add_argument("--n", type=int, default=DEFAULT_QUESTIONS, help="CMRC questions in the sample")
+    parser.add_argument("--seed", type=int, default=0, help="the shuffle the sample is taken from")
+    parser.add_argument("--parts", nargs="+", choices=["grader", "cmrc"], default=["cmrc"])
+    parser.add_argument("--settings", default=",".join(SETTINGS), help=f"comma list of {', '.join(SETTINGS)}")
+    parser.add_argument("--pipelines", default=",".join(PIPELINES), help=f"comma list of {', '.join(PIPELINES)}")
+    parser.add_argument("--runs-dir", type=Path, default=None,
+                        help="where the rows are appended, one JSONL per setting (default bench_results/answers_runs)")
+    parser.add_argument("--out", type=Path, default=None, help="the results file (default bench_results/answers.json)")
+    parser.add_argument("--limit", type=int, default=None, help="write at most this many rows, then summarize")
+    parser.add_argument("--summarize-only", action="store_true",
+                        help="only rebuild the cmrc summary from the runs files (re-scoring the answers); no model")
     args = parser.parse_args(argv)
-    if "cmrc" in args.parts or args.rescore:
+    settings = names(args.settings, SETTINGS, "--settings")
+    pipelines = names(args.pipelines, PIPELINES, "--pipelines")
+    out = args.out or RESULTS_DIR / "answers.json"
+    runs_dir = args.runs_dir or RESULTS_DIR / "answers_runs"
+    cmrc_wanted = "cmrc" in args.parts or args.summarize_only
+    if cmrc_wanted:
         try:
             args.cmrc = cmrc_path(args.cmrc)
         except FileNotFoundError as error:
             raise SystemExit(str(error)) from None
-    previous = RESULTS_DIR / "answers.json"
-    results = json.loads(previous.read_text(encoding="utf-8")) if previous.exists() else {}
+        data = load_cmrc(args.cmrc)
+        try:
+            sample = sample_questions(data, args.n, args.seed)
+        except ValueError as error:
+            raise SystemExit(str(error)) from None
+    results = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     meta = results.pop("meta", None)
-    if args.rescore:
-        results["cmrc"] = rescore_cmrc(results["cmrc"], args.cmrc)
-        print(format_table([r for r in results["cmrc"]["summary"] if r["context in"] == "all"]))
-        print("\nwrote", write_results("answers", results, meta))
+    if args.summarize_only:
+        results["cmrc"] = summarize_cmrc(results.get("cmrc", {}), data, args.cmrc, sample, settings, runs_dir,
+                                         args.seed)
+        print_tables(results["cmrc"], settings)
+        print("\nwrote", write_results("answers", results, meta, path=out))  # the measurement's own record stays
         return
     llm = get_chat_model()
     if "grader" in args.parts:
@@ -408,10 +765,17 @@ def main(argv: list[str]) -> None:
             embeddings = get_embeddings()
             index_directory(client, DATA / "docs", embeddings, progress=False)
             results["grader"] = run_grader(llm, Retriever(client=client, embeddings=embeddings, k=4))
-            client.close()
+            close(client)
     if "cmrc" in args.parts:
-        results["cmrc"] = run_cmrc(llm, args.cmrc, args.n, args.seed)
-    print("\nwrote", write_results("answers", results))
+        restore = stop_on_sigterm()
+        try:
+            run_cmrc(llm, data, sample, settings, pipelines, runs_dir, args.limit)
+        finally:
+            restore()
+        results["cmrc"] = summarize_cmrc(results.get("cmrc", {}), data, args.cmrc, sample, settings, runs_dir,
+                                         args.seed)
+        print_tables(results["cmrc"], settings)
+    print("\nwrote", write_results("answers", results, path=out))
 
 
 if __name__ == "__main__":
