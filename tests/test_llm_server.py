@@ -4,9 +4,10 @@ The server is llama-cpp-python's own (`python -m llama_cpp.server` on the course
 `llama_server` of tests/servers.py), reached the way a learner switches provider: RAG_LLM_MODEL, RAG_LLM_BASE_URL and
 RAG_LLM_API_KEY. It accepts tool calls and JSON mode but refuses response_format json_schema, so the probe must pick
 function_calling, and forcing json_schema must fail with a clear error. The demo's plain RAG streams; Corrective RAG
-grades and rewrites; the router routes a save and a question and the app grades its answer; the judge scores: each
-structured graph once per method the server supports (RAG_LLM_STRUCTURED). A callback records every structured call,
-so a test fails when a reply did not parse, even though the graphs themselves fall back quietly.
+grades and rewrites; the agent takes constrained steps (a tool call or an answer); the router routes a save and a
+question and the app grades its answer; the judge scores: each structured graph once per method the server supports
+(RAG_LLM_STRUCTURED). A callback records every structured call, so a test fails when a reply did not parse, even
+though the graphs themselves fall back quietly.
 Kept small (CPU prompt processing is the cost): a few short questions over three data/docs files in Milvus Lite.
 """
 
@@ -22,6 +23,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from servers import LLAMA_ALIAS
 
 from rag_lib import models
+from rag_lib.agent import build_agent, docs_tool, run_agent, web_tool
 from rag_lib.demo import stream_answer
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
@@ -179,3 +181,14 @@ def test_the_judge_scores_a_chunk(method, server_llm, docs_client, embeddings):
     assert calls.results == [("Judgment", "ok")]
     (record,) = final["judgments"]
     assert record["llm_score"] in (0, 1, 2) and final["llm_calls"] == 2 and final["answer"]
+
+
+def test_the_agent_searches_with_constrained_steps_through_the_server(method, server_llm, docs_client, embeddings):
+    calls = StructuredCalls()
+    web = OfflineWebSearch.from_directory(PROJECT_ROOT / "data" / "web")
+    agent = build_agent(server_llm, [docs_tool(retriever(docs_client, embeddings, 2)), web_tool(web)],
+                        max_tool_calls=1)
+    out = run_agent(agent, "Milvus 内置的 chinese 分析器使用哪个分词器？", config={"callbacks": [calls]})
+    assert calls.results == [("AgentStep", "ok")] * len(calls.results) and len(calls.results) == 1 + len(out["tools"])
+    assert out["tools"] and out["tools"][0][0] in ("search_docs", "web_search") and out["tools"][0][1].strip()
+    assert out["answer"] and not out["stopped"]
