@@ -7,9 +7,10 @@ import sys
 
 BENCHMARKS = {
     "quickstart": "model assembly/load, indexing throughput, per-question latency of the quickstart",
-    "answers": "LLM passage grader on data/, plain RAG vs Corrective RAG on CMRC 2018 (half local, half web)",
+    "answers": "answer quality on CMRC 2018 (all local / half web): LLM-only, RAG, extractive RAG, CRAG, judge, gold; resumable",
     "index": "indexing stages, ANN sweep (FLAT/IVF/HNSW recall@10 vs latency, build, size), Lite's dropped params",
     "retrieval": "CMRC 2018 retrieval quality + latency per pipeline, beside a rank_bm25/numpy peer baseline",
+    "agent": "agentic RAG (create_agent, tool-or-answer decoding) beside Corrective RAG: first-step choice, answers",
     "chat": "follow-up questions with memory: as written vs condensed vs joined, hit@1/@3 and answers (data/docs)",
 }
 
