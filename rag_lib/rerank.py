@@ -1,7 +1,10 @@
 """Second-stage rerankers: re-score a few first-stage candidates more carefully and keep the best `top_k`.
 
 All of them implement one method, `rerank(query, documents, top_k)`, and put their score in
-`metadata["rerank_score"]`. `get_reranker()` picks one from environment variables (offline by default):
+`metadata["rerank_score"]`. They are also LangChain document compressors (`BaseDocumentCompressor`):
+`compress_documents(documents, query)` keeps the `top_n` best, so any of them fits LangChain's
+`ContextualCompressionRetriever` or `DocumentCompressorPipeline`, and the course's `Retriever(ranker="model")`
+takes them too. `get_reranker()` picks one from environment variables (offline by default):
 
 | variables set                                       | reranker                                        |
 | --------------------------------------------------- | ----------------------------------------------- |
@@ -16,15 +19,18 @@ same e5 model the dense search used: it mostly restores the dense order inside a
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
 import numpy as np
-from langchain_core.documents import Document
+from langchain_core.callbacks import Callbacks
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, Field
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel, ConfigDict, Field
 
 from rag_lib.models import StructuredOutputError, get_chat_model, get_embeddings, structured_output
 from rag_lib.settings import ConfigError, settings
@@ -55,12 +61,33 @@ def ranked(documents: Sequence[Document], scores: Sequence[float], top_k: int) -
     ]
 
 
-class EmbeddingReranker:
+class BaseReranker(BaseDocumentCompressor):
+    """A reranker that is also a LangChain document compressor: subclasses write `rerank`, and
+    `compress_documents` (what ContextualCompressionRetriever calls) is `rerank` keeping `top_n`."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    top_n: int = 4  # documents kept by compress_documents; Retriever(ranker="model") passes its own k to rerank
+
+    @abstractmethod
+    def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
+        """The `top_k` best of `documents` for `query`, best first, each with metadata["rerank_score"]."""
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> list[Document]:
+        """LangChain's compressor interface: the `top_n` best documents, best first, with metadata["rerank_score"]."""
+        return self.rerank(query, list(documents), self.top_n)
+
+
+class EmbeddingReranker(BaseReranker):
     """Re-score candidates by embedding cosine (e5 by default): the offline default, cheap with cached
     passage vectors, but it only re-applies the dense model, so expect little gain over dense search."""
 
-    def __init__(self, embeddings: Embeddings | None = None) -> None:
-        self.embeddings = embeddings or get_embeddings()
+    embeddings: Embeddings
+
+    def __init__(self, embeddings: Embeddings | None = None, **kwargs: Any) -> None:
+        super().__init__(embeddings=embeddings or get_embeddings(), **kwargs)
 
     def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
         if not documents:
@@ -77,7 +104,7 @@ class RelevanceScore(BaseModel):
     score: int = Field(ge=0, le=10, description="0 = unrelated, 10 = the passage states the answer")
 
 
-class LLMReranker:
+class LLMReranker(BaseReranker):
     """Pointwise LLM reranking: the chat model gives each passage a 0-10 score via structured output.
     One call per candidate, one after another (llama.cpp cannot serve parallel calls), so keep N small.
     A small local model is slow here (prompt processing on CPU, per candidate) and tends to give every passage
@@ -85,9 +112,12 @@ class LLMReranker:
     (RAG_LLM_MODEL). A passage whose score is unusable gets -1: it goes after every scored
     one, so with no usable score at all the first-stage order stands."""
 
-    def __init__(self, llm: BaseChatModel | None = None, max_chars: int = 400) -> None:
-        self.scorer = structured_output(llm or get_chat_model(), RelevanceScore)
-        self.max_chars = max_chars  # longer passages are cut: prompt processing is the cost on CPU
+    scorer: Runnable  # the chat model with structured output (RelevanceScore)
+    max_chars: int = 400  # longer passages are cut: prompt processing is the cost on CPU
+
+    def __init__(self, llm: BaseChatModel | None = None, max_chars: int = 400, **kwargs: Any) -> None:
+        scorer = structured_output(llm or get_chat_model(), RelevanceScore)
+        super().__init__(scorer=scorer, max_chars=max_chars, **kwargs)
 
     def score(self, query: str, passage: str) -> int | None:
         """The model's 0-10 relevance score for one passage; None when its reply breaks the schema."""
@@ -104,11 +134,14 @@ class LLMReranker:
         return ranked(documents, [-1 if s is None else s for s in scores], top_k)
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(BaseReranker):
     """A sentence-transformers CrossEncoder (e.g. BAAI/bge-reranker-base) that you supply: it reads query and
-    passage together, the classic second stage. Not installed by default (it pulls torch, a large download)."""
+    passage together, the classic second stage. Not installed by default (it pulls torch, a large download).
+    `kwargs` go to `CrossEncoder`."""
 
-    def __init__(self, model_name: str, **kwargs: Any) -> None:
+    model: Any  # sentence_transformers.CrossEncoder
+
+    def __init__(self, model_name: str, top_n: int = 4, **kwargs: Any) -> None:
         try:
             from sentence_transformers import CrossEncoder
         except ImportError as error:
@@ -117,7 +150,7 @@ class CrossEncoderReranker:
                 "`pip install sentence-transformers` (pulls torch, ~1.4 GB) and make sure the model "
                 f"{model_name!r} is on disk or downloadable, or use EmbeddingReranker / HttpReranker instead."
             ) from error
-        self.model = CrossEncoder(model_name, **kwargs)
+        super().__init__(model=CrossEncoder(model_name, **kwargs), top_n=top_n)
 
     def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
         if not documents:
@@ -126,13 +159,19 @@ class CrossEncoderReranker:
         return ranked(documents, [float(s) for s in scores], top_k)
 
 
-class HttpReranker:
+class HttpReranker(BaseReranker):
     """A hosted rerank endpoint in the common shape (Jina /v1/rerank, Cohere /v2/rerank, DashScope
     compatible-api /v1/reranks, vLLM/TEI): POST {model, query, documents, top_n} -> results[index, relevance_score]."""
 
-    def __init__(self, url: str, model: str, api_key: str | None = None, client: httpx.Client | None = None) -> None:
-        self.url, self.model, self.api_key = url, model, api_key
-        self.client = client or httpx.Client(timeout=30.0)
+    url: str
+    model: str
+    api_key: str | None = Field(None, repr=False)
+    client: httpx.Client
+
+    def __init__(
+        self, url: str, model: str, api_key: str | None = None, client: httpx.Client | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(url=url, model=model, api_key=api_key, client=client or httpx.Client(timeout=30.0), **kwargs)
 
     def request_body(self, query: str, documents: list[Document], top_k: int) -> dict[str, Any]:
         """The JSON sent to the endpoint."""
@@ -158,7 +197,7 @@ class HttpReranker:
         return ranked(picked, [float(r["relevance_score"]) for r in results], top_k)
 
 
-def get_reranker(embeddings: Embeddings | None = None) -> Reranker:
+def get_reranker(embeddings: Embeddings | None = None) -> BaseReranker:
     """The reranker chosen by environment variables (see the module table); half settings fail clearly."""
     env = settings()
     model, url, key = env.RAG_RERANK_MODEL, env.RAG_RERANK_BASE_URL, env.RAG_RERANK_API_KEY

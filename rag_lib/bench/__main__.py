@@ -12,6 +12,7 @@ BENCHMARKS = {
     "retrieval": "CMRC 2018 retrieval quality + latency per pipeline, beside a rank_bm25/numpy peer baseline",
     "agent": "agentic RAG (create_agent, tool-or-answer decoding) beside Corrective RAG: first-step choice, answers",
     "chat": "follow-up questions with memory: as written vs condensed vs joined, hit@1/@3 and answers (data/docs)",
+    "components": "LangChain's retrievers, compressors and splitters beside the rag_lib helpers doing the same job (CMRC)",
 }
 
 
