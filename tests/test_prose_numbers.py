@@ -281,6 +281,78 @@ QUESTIONS_00 = derived(f"{N00} cell 9 output, answerable + off-topic",
                        lambda: output(N00, 9, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
 SLICE_TABLE = 15  # notebook 12: the slice's quality table
 
+N02, N04, N05 = "02_hybrid_indexing", "04_retriever_design", "05_advanced_retrieval"
+LC_SPLITTER, OUR_SPLITTER = ("RecursiveCharacterTextSplitter(300, 50), default separators",
+                             "rag_lib.chunking.recursive_split(300, 50)")
+FUSION, RERANKING, CUTOFF_086 = "fusion of dense + BM25", "second-stage rerank", "similarity cutoff 0.86"
+ENSEMBLE, ENSEMBLE_BM25 = "EnsembleRetriever(dense, sparse Retriever)", "EnsembleRetriever(BM25Retriever jieba, dense Retriever)"
+FILTER_NO_K, FILTER_K20 = "EmbeddingsFilter(threshold, k=None)", "EmbeddingsFilter(threshold), default k=20"
+MULTI_QUERY, HYDE = "MultiQueryRetriever.from_llm(dense Retriever)", "Retriever(embeddings=HypotheticalDocumentEmbedder)"
+PARENT_DOC = "ParentDocumentRetriever(langchain-milvus, InMemoryStore)"
+
+
+def component(langchain: str, *metric: Any, scale: float = 1.0) -> Value:
+    """One LangChain-vs-rag_lib pair's metric in bench_results/components.json (pairs are named by LangChain's side);
+    `metric` is a key, then an index for the confidence interval's bounds."""
+    return bench("components", "pairs", {"langchain": langchain}, *metric, scale=scale)
+
+
+def components_pipeline(name: str, metric: str) -> Value:
+    """One pipeline's metric in bench_results/components.json."""
+    return bench("components", "pipelines", {"pipeline": name}, metric)
+
+
+def splitter_row(name: str, metric: str, scale: float = 1.0) -> Value:
+    """One splitter's row in bench_results/components.json."""
+    return bench("components", "splitters", {"splitter": name}, metric, scale=scale)
+
+
+def rows_of(name: str, cell: int, pattern: str) -> list[tuple[str, ...]]:
+    """The groups of every line of a cell's committed output that matches `pattern` (the rows of a printed table)."""
+    return [m if isinstance(m, tuple) else (m,) for m in re.findall(pattern, output_text(name, cell), flags=re.M)]
+
+
+def rank_of(cell: str) -> float:
+    """A rank as printed in a table, '-' (not found) as infinity."""
+    return math.inf if cell == "-" else float(cell)
+
+
+# Notebook 04, section 2: the 15 hand-made queries, one row per query (sparse, dense, hybrid RRF file ranks).
+HARD_04 = r"^(\d+)\s+\S+\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s*$"
+
+
+def hard_04(where: str, fn: Callable[[list[tuple[str, ...]], list[str]], float]) -> Value:
+    """A count over notebook 04's hard-query table: `fn(rows, kinds)`, kinds 'keyword' or 'paraphrase' per row."""
+    return derived(f"{N04} cell 7 output, {where}",
+                   lambda: fn(rows_of(N04, 7, HARD_04), [k for (k,) in rows_of(N04, 7, r"^\d+\s+(keyword|paraphrase)\s")]))
+
+
+def bm25_paraphrase_ranks(rows: list[tuple[str, ...]], kinds: list[str]) -> list[float]:
+    """BM25's file rank on every paraphrase but the last (the prose treats the last one apart)."""
+    return [rank_of(r[1]) for r, kind in zip(rows, kinds) if kind == "paraphrase"][:-1]
+
+
+SAMPLE_04 = derived(f"{N04} cell 5 output, rows of the answer-rank table",
+                    lambda: 1 + max(int(i) for (i, *_) in rows_of(N04, 5, r"^(\d+)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s*$")))
+# Notebook 05, section 1: the hand-written questions and the baseline rank of their file.
+HARD_05 = r"^\d+\s+.*\s(?:en|zh) -> (?:en|zh)\s+\S+\s+(\d+|-)\s+\S+\s*$"
+HARD_COUNT_05 = derived(f"{N05} cell 3 output, rows of the hard-question table", lambda: len(rows_of(N05, 3, HARD_05)))
+K_05 = code(N05, 3, r"K = (\d+)")
+SAMPLE_05 = output(N05, 3, r"\{1: (\d+)\}")
+RESULTS_05 = 36  # notebook 05: the measured table of section 11
+LLM_QUESTIONS_05 = derived(f"{N05} cell 38 output, ranks in the baseline row (one per question)",
+                           lambda: len(rows_of(N05, 38, r"^baseline: hybrid RRF\s+(.*)$")[0][0].split()))
+
+
+def source_constant(path: str, pattern: str) -> Value:
+    """A constant in a file of the repository (`pattern`'s group 1), for numbers the prose repeats from rag_lib."""
+    return Value(path, lambda: first_number((ROOT / path).read_text(encoding="utf-8"), pattern, path))
+
+
+def results_05(row: str, column: int) -> Value:
+    """Column `column` (0-4: sample recall@3, sample MRR, sample answer, hard recall@3, hard MRR) of section 11's table."""
+    return output(N05, RESULTS_05, re.escape(row) + r"\s+" + r"[\d.]+\s+" * column + r"([\d.]+)")
+
 CLAIMS: list[Claim] = [
     # ---- 00 quickstart
     Claim(N00, r"about (\d+) s of cells in the committed run", cell_seconds(N00), rel=0.5),
@@ -586,6 +658,218 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"here (\d) to \d: none", outputs(N13, r"LLM calls: (\d+)", min)),
     Claim(N13, r"here \d to (\d): none", outputs(N13, r"LLM calls: (\d+)", max)),
     Claim(N13, r"(\d) for a graded answer", output(N13, 16, r"LLM calls: (\d+)")),
+    # ---- 02 hybrid indexing
+    Claim(N02, r"about (\d+) s of cells in the committed\s+run", cell_seconds(N02), rel=0.5),
+    Claim(N02, r"\((\d+) s on an idle machine in", bench("quickstart", "setup", "index data/docs (s)")),
+    Claim(N02, r"`RAG_MAX_FILE_MB` \(default (\d+)\)", output(N02, 3, r"over the (\d+) MB limit")),
+    Claim(N02, r"fills every chunk to (\d+)", output(N02, 11, r"fixed\s+\d+\s+\d+\s+\d+\s+(\d+)")),
+    Claim(N02, r"the (\d+) tiny chunks", output(N02, 11, r"(?m)^1\s+\d+%\s+(\d+)")),
+    Claim(N02, r"\((\d+)% and \d+ tiny ones", output(N02, 11, r"(?m)^2\s+(\d+)%")),
+    Claim(N02, r"\(\d+% and (\d+) tiny ones", output(N02, 11, r"(?m)^2\s+\d+%\s+(\d+)")),
+    Claim(N02, r"~([\d,]+)-character parents", code(N02, 32, r"parent_size=(\d+)")),
+    Claim(N02, r"\((\d+) children against", output(N02, 11, r"parent_child \(children\)\s+\d+\s+(\d+)")),
+    Claim(N02, r"children against (\d+) recursive", output(N02, 11, r"recursive \(default\)\s+24\s+(\d+)")),
+    Claim(N02, r"Only (\d+) new\s+embeddings", output(N02, 28, r"(\d+) title vectors")),
+    Claim(N02, r"on the (\d+) answerable sample", output(N02, 30, r"dense \+ sparse, RRF\s+(\d+)")),
+    Claim(N02, r"first for all (\d+)\s+questions", output(N02, 30, r"dense \+ sparse, RRF\s+\d+\s+(\d+)")),
+    Claim(N02, r"one added, (\d+) skipped", output(N02, 35, r"after edit: .*'files skipped \(unchanged\)': (\d+)")),
+    Claim(N02, r"\((\d+)% against \d+%, the table above\)", output(N02, 50, r"(?m)^0\s+\d+\s+(\d+)%")),
+    Claim(N02, r"\(\d+% against (\d+)%, the table above\)", output(N02, 50, r"(?m)^1\s+\d+\s+(\d+)%")),
+    Claim(N02, r"\((\d+)% against \d+%\); CMRC", output(N02, 50, r"(?m)^0\s+\d+\s+\d+%\s+(\d+)%")),
+    Claim(N02, r"\(\d+% against (\d+)%\); CMRC", output(N02, 50, r"(?m)^1\s+\d+\s+\d+%\s+(\d+)%")),
+    Claim(N02, r"the (\d+) CMRC\s+paragraphs", bench("components", "setup", "contexts")),
+    Claim(N02, r"\(R@1 ([\d.]+) both", component("RecursiveCharacterTextSplitter defaults + hybrid", "R@1 langchain")),
+    Claim(N02, r"\(R@1 ([\d.]+) both", component("RecursiveCharacterTextSplitter defaults + hybrid", "R@1 rag_lib")),
+    Claim(N02, r"both, difference \+([\d.]+), 95% CI", component("RecursiveCharacterTextSplitter defaults + hybrid",
+                                                               "R@1 diff")),
+    Claim(N02, r"95% CI\s+\[-([\d.]+), \+[\d.]+\]\), but", bench(
+        "components", "pairs", {"job": "chunking 300/50"}, "R@1 diff 95% CI", 0, scale=-1)),
+    Claim(N02, r"95% CI\s+\[-[\d.]+, \+([\d.]+)\]\), but", bench(
+        "components", "pairs", {"job": "chunking 300/50"}, "R@1 diff 95% CI", 1)),
+    Claim(N02, r"only (\d+)% of the chunks end", splitter_row(LC_SPLITTER, "end at a sentence end", scale=100)),
+    Claim(N02, r"sentence end against (\d+)%", splitter_row(OUR_SPLITTER, "end at a sentence end", scale=100)),
+    Claim(N02, r"makes (\d+) chunks where", splitter_row(LC_SPLITTER, "chunks")),
+    Claim(N02, r"chunks where (\d+) do", splitter_row(OUR_SPLITTER, "chunks")),
+    Claim(N02, r"\((\d+)% more to embed", derived(
+        "bench_results/components.json, splitter chunks, LangChain default / rag_lib - 1",
+        lambda: 100 * (splitter_row(LC_SPLITTER, "chunks").get() / splitter_row(OUR_SPLITTER, "chunks").get() - 1))),
+    Claim(N02, r"it takes (\d+) ms against", splitter_row(LC_SPLITTER, "split ms (all contexts)")),
+    Claim(N02, r"ms against (\d+) ms: a chunk", splitter_row(OUR_SPLITTER, "split ms (all contexts)")),
+    # ---- 04 retriever design
+    Claim(N04, r"about (\d+) s of cells in the committed\s+run", cell_seconds(N04), rel=0.5),
+    Claim(N04, r"search costs (\d+) ms \(p50\)", pipeline(RRF, "p50 ms")),
+    Claim(N04, r"and (\d+) ms per question sent", pipeline(RRF, "batched ms/q (64 per call)")),
+    Claim(N04, r"per question sent (\d+) per call", bench("retrieval", "setup", "batch")),
+    Claim(N04, r"holds (\d+) answerable questions", SAMPLE_04),
+    Claim(N04, r"\((\d+) chunks retrieved", code(N04, 5, r"retriever\(k=(\d+)")),
+    Claim(N04, r"\(rank (\d+); not in the top", output(N04, 7, r"(?m)^0\s+langgraph_subgraphs_zh\.md\s+\d+\s+(\d+)")),
+    Claim(N04, r"not in the top (\d+)\)", code(N04, 5, r"retriever\(k=(\d+)")),
+    Claim(N04, r"Search the (\d+) sample questions", SAMPLE_04),
+    Claim(N04, r"and the (\d+) hand-made queries with", hard_04("rows", lambda rows, kinds: len(rows))),
+    Claim(N04, r"ranks the right one (\d)nd to", hard_04("BM25 paraphrase ranks but the last, min",
+                                                         lambda rows, kinds: min(bm25_paraphrase_ranks(rows, kinds)))),
+    Claim(N04, r"right one \dnd to (\d)th", hard_04("BM25 paraphrase ranks but the last, max",
+                                                     lambda rows, kinds: max(bm25_paraphrase_ranks(rows, kinds)))),
+    Claim(N04, r"top 3 in (\d+) of \d+ queries", hard_04("hybrid RRF ranks <= 3",
+                                                         lambda rows, kinds: sum(rank_of(r[3]) <= 3 for r in rows))),
+    Claim(N04, r"top 3 in \d+ of (\d+) queries", hard_04("rows", lambda rows, kinds: len(rows))),
+    Claim(N04, r"narrow band \(([\d.]+) to", output(N04, 9, r"dense \(cosine\)\s+5\s+\S+\s+\d+\s+([\d.]+)")),
+    Claim(N04, r"band \([\d.]+ to ([\d.]+) in the", output(N04, 9, r"dense \(cosine\)\s+1\s+\S+\s+\d+\s+([\d.]+)")),
+    Claim(N04, r"dense scores span ([\d.]+),", output(N04, 12, r"cosine ([\d.]+) x")),
+    Claim(N04, r"the BM25 scores ([\d.]+) \(printed", output(N04, 12, r"BM25 ([\d.]+) x")),
+    Claim(N04, r"become ([\d.]+) and\s+[\d.]+\)", output(N04, 12, r"10: ([\d.]+)")),
+    Claim(N04, r"become [\d.]+ and\s+([\d.]+)\)", output(N04, 12, r"40: ([\d.]+)")),
+    Claim(N04, r"0\.6/0\.4 R@1 ([\d.]+), RRF", pipeline(WEIGHTED, "R@1")),
+    Claim(N04, r"R@1 [\d.]+, RRF ([\d.]+)\)", pipeline(RRF, "R@1")),
+    Claim(N04, r"fetches `candidates` \((\d+)\)", output(N04, 23, r"'candidates': (\d+)")),
+    Claim(N04, r"keeps (\d+) of its \d+ \(the third", output(N04, 19, r"default port[^\n]*kept (\d+) of")),
+    Claim(N04, r"keeps \d+ of its (\d+) \(the third", output(N04, 19, r"default port[^\n]*kept \d+ of (\d+)")),
+    Claim(N04, r"on the (\d+) answerable sample questions and", SAMPLE_04),
+    Claim(N04, r"on the (\d+) hand-made queries of", hard_04("rows", lambda rows, kinds: len(rows))),
+    Claim(N04, r"With (\d+) hand-picked queries", hard_04("rows", lambda rows, kinds: len(rows))),
+    Claim(N04, r"not the (\d+) vectors", output(N04, 1, r"rows: (\d+)")),
+    Claim(N04, r"the default (\d+) when the filter", output(N04, 36, r"\.k -> (\d+)")),
+    Claim(N04, r"scored R@1 ([\d.]+) against", component(ENSEMBLE, "R@1 langchain")),
+    Claim(N04, r"against\s+([\d.]+) \(\+[\d.]+, 95% CI", component(ENSEMBLE, "R@1 rag_lib")),
+    Claim(N04, r"\(\+([\d.]+), 95% CI", component(ENSEMBLE, "R@1 diff")),
+    Claim(N04, r"95% CI \[\+([\d.]+), \+[\d.]+\]\)", component(ENSEMBLE, "R@1 diff 95% CI", 0)),
+    Claim(N04, r"95% CI \[\+[\d.]+, \+([\d.]+)\]\)", component(ENSEMBLE, "R@1 diff 95% CI", 1)),
+    Claim(N04, r"\(p50 (\d+) vs \d+ ms\)", component(ENSEMBLE, "p50 ms langchain")),
+    Claim(N04, r"\(p50 \d+ vs (\d+) ms\)", component(ENSEMBLE, "p50 ms rag_lib")),
+    Claim(N04, r"the fastest \((\d+) ms\)", component(ENSEMBLE_BM25, "p50 ms langchain")),
+    Claim(N04, r"scores lower \(([\d.]+),", component(ENSEMBLE_BM25, "R@1 langchain")),
+    Claim(N04, r"scores lower \([\d.]+, -([\d.]+) \[", component(ENSEMBLE_BM25, "R@1 diff", scale=-1)),
+    Claim(N04, r"scores lower \([\d.]+, -[\d.]+ \[-([\d.]+),", component(ENSEMBLE_BM25, "R@1 diff 95% CI", 0, scale=-1)),
+    Claim(N04, r"scores lower \([\d.]+, -[\d.]+ \[-[\d.]+, -([\d.]+)\]", component(ENSEMBLE_BM25, "R@1 diff 95% CI", 1,
+                                                                                   scale=-1)),
+    Claim(N04, r"exactly alike \(R@1 ([\d.]+),", component("ContextualCompressionRetriever(EmbeddingReranker)",
+                                                           "R@1 rag_lib")),
+    Claim(N04, r"exactly alike \(R@1 ([\d.]+),", component("ContextualCompressionRetriever(EmbeddingReranker)",
+                                                           "R@1 langchain")),
+    Claim(N04, r"difference \+([\d.]+) \[\+[\d.]+, \+[\d.]+\]\) at", component(
+        "ContextualCompressionRetriever(EmbeddingReranker)", "R@1 diff")),
+    Claim(N04, r"same p50 \((\d+) ms\)", component("ContextualCompressionRetriever(EmbeddingReranker)", "p50 ms langchain")),
+    Claim(N04, r"same p50 \((\d+) ms\)", component("ContextualCompressionRetriever(EmbeddingReranker)", "p50 ms rag_lib")),
+    Claim(N04, r"costs\s+R@1 ([\d.]+) against", component(FILTER_NO_K, "R@1 langchain")),
+    Claim(N04, r"R@1 [\d.]+ against ([\d.]+) \(-", component(FILTER_NO_K, "R@1 rag_lib")),
+    Claim(N04, r"against [\d.]+ \(-([\d.]+) \[-", component(FILTER_NO_K, "R@1 diff", scale=-1)),
+    Claim(N04, r"\(-[\d.]+ \[-([\d.]+), -[\d.]+\]\), and it re-embeds", component(FILTER_NO_K, "R@1 diff 95% CI", 0,
+                                                                                    scale=-1)),
+    Claim(N04, r"\(-[\d.]+ \[-[\d.]+, -([\d.]+)\]\), and it re-embeds", component(FILTER_NO_K, "R@1 diff 95% CI", 1,
+                                                                                    scale=-1)),
+    Claim(N04, r"\(p50 (\d+)-\d+ vs \d+ ms\)", component(FILTER_K20, "p50 ms langchain")),
+    Claim(N04, r"\(p50 \d+-(\d+) vs \d+ ms\)", component(FILTER_NO_K, "p50 ms langchain")),
+    Claim(N04, r"\(p50 \d+-\d+ vs (\d+) ms\)", component(FILTER_NO_K, "p50 ms rag_lib")),
+    # ---- 05 advanced retrieval
+    Claim(N05, r"about (\d+) s of cells in the\s+committed run", cell_seconds(N05), rel=0.5),
+    Claim(N05, r"about (\d+) minutes on a 2-core", minutes(N05), rel=0.5),
+    Claim(N05, r"(\d+)\s+minutes for the \d+ documents", output(N05, 17, r"precompute: (\d+) min")),
+    Claim(N05, r"minutes for the (\d+) documents", output(N05, 17, r"documents: (\d+)")),
+    Claim(N05, r"so the (\d+) documents were done", output(N05, 17, r"documents: (\d+)")),
+    Claim(N05, r"done once \((\d+) minutes\)", output(N05, 17, r"precompute: (\d+) min")),
+    Claim(N05, r"(\d+) chunks per\s+question", K_05),
+    Claim(N05, r"All (\d+) sample questions find", SAMPLE_05),
+    Claim(N05, r"Of the (\d+) hand-written ones", HARD_COUNT_05),
+    Claim(N05, r"hand-written ones, (\d+) miss", derived(f"{N05} cell 3 output, hard questions ranked '-'",
+                                                        lambda: sum(r == ("-",) for r in rows_of(N05, 3, HARD_05)))),
+    Claim(N05, r"\(rank (\d) and rank \d\)", output(N05, 6, r"(?m)^0\s.*\s(\d+)\s*$")),
+    Claim(N05, r"\(rank \d and rank (\d)\)", output(N05, 6, r"(?m)^1\s.*\s(\d+)\s*$")),
+    Claim(N05, r"\"candidate sorting\" \(rank (\d)\)", output(N05, 6, r"(?m)^1\s.*algorithm\s+(\d+)")),
+    Claim(N05, r"\(rank (\d) -> \d\)", output(N05, 9, r"搜索？\s+(\d+)")),
+    Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 9, r"union \(best score per chunk\)\s+(\d+)")),
+    Claim(N05, r"for the same (\d+) places", K_05),
+    Claim(N05, r"\(all (\d) of its hits", output(N05, 13, r"same (\d+) hits")),
+    Claim(N05, r"before `max_steps=(\d)`", code(N05, 13, r"max_steps=(\d+)")),
+    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 15, r"Chinese: rank (\d+)")),
+    Claim(N05, r"schema's (\d+) characters", output(N05, 19, r"summary: str = Field\(max_length=(\d+)\)")),
+    Claim(N05, r"answers are cut at (\d+) characters", source_constant("rag_lib/node_groups.py",
+                                                                      r"answer: str = Field\(max_length=(\d+)\)")),
+    Claim(N05, r"output, (\d+) tokens at most", source_constant("rag_lib/advanced.py", r"Terms, max_tokens=(\d+)")),
+    Claim(N05, r"children of (\d+) characters", source_constant("rag_lib/bench/components.py",
+                                                                 r"chunk_contexts\(data, (\d+), \d+\)")),
+    Claim(N05, r"on a (\d+)-character\s+text", derived(f"{N05} cell 21 output, length of the chunk printed first",
+                                                       lambda: len(output_text(N05, 21).split("\n\n")[0].strip()))),
+    Claim(N05, r"rank (\d) for a file that", derived(
+        f"{N05} cell 22 output, rank of the streaming document among the parents",
+        lambda: 1 + [s for (s,) in rows_of(N05, 22, r"^  -> parent  (\S+)")].index("langgraph_streaming_modes.txt"))),
+    Claim(N05, r"hybrid search ranked (\d)th", output(N05, 3, r"langgraph_streaming_modes\.txt\s+(\d+)")),
+    Claim(N05, r"Three paths, each (\d+) results", K_05),
+    Claim(N05, r"judge document \(rank (\d)\)", output(N05, 24, r"'node groups': (\d+)")),
+    Claim(N05, r"from nowhere to rank (\d)", output(N05, 24, r"\| multi-path (\d+)")),
+    Claim(N05, r"uses k=(\d),", code(N05, 26, r"k: int = (\d+)")),
+    Claim(N05, r"\((\d)th in the merged list\)", derived(
+        f"{N05} cell 24 output, row of llm_as_a_judge_zh.txt in the merged table + 1",
+        lambda: 1 + output(N05, 24, r"(?m)^(\d+)\s+llm_as_a_judge_zh\.txt").get())),
+    Claim(N05, r"indexes (\d+)-character\s+children", code(N05, 29, r"chunk_size=(\d+)")),
+    Claim(N05, r"their ([\d,]+)-character parent;", code(N05, 29, r"parent_size=(\d+)")),
+    Claim(N05, r"hold the answer (\d+) times out of \d+", output(N05, 29, r"answer in top-3 children\s+(\d+)")),
+    Claim(N05, r"hold the answer \d+ times out of (\d+)", SAMPLE_05),
+    Claim(N05, r"\(([\d,]+) instead of [\d,]+ characters", output(N05, 29, r"characters \(parents\)\s+(\d+)")),
+    Claim(N05, r"instead of ([\d,]+) characters", output(N05, 29, r"characters \(children\)\s+(\d+)")),
+    Claim(N05, r"about\s+([\d,]+) more characters per answer", derived(
+        f"{N05} cell 29 output, parent characters - child characters",
+        lambda: output(N05, 29, r"characters \(parents\)\s+(\d+)").get()
+        - output(N05, 29, r"characters \(children\)\s+(\d+)").get()), rel=0.1),
+    Claim(N05, r"keep ([\d.]+) on average", output(N05, 31, r"True\s+([\d.]+)")),
+    Claim(N05, r"to the ([\d.]+) closest", output(N05, 31, r"True\s+[\d.]+\s+([\d.]+)")),
+    Claim(N05, r"But (\d+) of the \d+ hard", output(N05, 31, r"below [\d.]+: (\d+) of")),
+    Claim(N05, r"But \d+ of the (\d+) hard", output(N05, 31, r"below [\d.]+: \d+ of (\d+)")),
+    Claim(N05, r"on all (\d+) answerable sample questions", SAMPLE_05),
+    Claim(N05, r"and all (\d+) hard ones", HARD_COUNT_05),
+    Claim(N05, r"over\s+the (\d+) chunks of each", K_05),
+    Claim(N05, r"\(recall@3 ([\d.]+)\): one summary", results_05("node groups only", 0)),
+    Claim(N05, r"a little MRR \(([\d.]+)\)", results_05("multi-path (dense + BM25 + node groups)", 1)),
+    Claim(N05, r"\(recall@3 ([\d.]+), MRR [\d.]+, against", results_05("node groups only", 3)),
+    Claim(N05, r"MRR ([\d.]+), against", results_05("node groups only", 4)),
+    Claim(N05, r"against ([\d.]+) / [\d.]+\s+for hybrid", results_05("baseline: hybrid RRF", 3)),
+    Claim(N05, r"against [\d.]+ / ([\d.]+)\s+for hybrid", results_05("baseline: hybrid RRF", 4)),
+    Claim(N05, r"and ([\d.]+) / [\d.]+ for BM25", results_05("BM25", 3)),
+    Claim(N05, r"and [\d.]+ / ([\d.]+) for BM25", results_05("BM25", 4)),
+    Claim(N05, r"falls to ([\d.]+) \(MRR", results_05("multi-path (dense + BM25 + node groups)", 3)),
+    Claim(N05, r"falls to [\d.]+ \(MRR ([\d.]+)\)", results_05("multi-path (dense + BM25 + node groups)", 4)),
+    Claim(N05, r"dense search again\s+\(([\d.]+)\)", results_05("multi-path + e5 rerank", 3)),
+    Claim(N05, r"\(last table, (\d) questions\)", LLM_QUESTIONS_05),
+    Claim(N05, r"\*\*(\d) hard questions only\*\*", LLM_QUESTIONS_05),
+    Claim(N05, r"\(ranks (\d) and \d\); the", output(N05, 38, r"(?m)^translation\s+(\d+)")),
+    Claim(N05, r"\(ranks \d and (\d)\); the", output(N05, 38, r"(?m)^translation\s+\d+\s+(\d+)")),
+    Claim(N05, r"keeps those finds \((\d) and \d\)", output(N05, 38, r"\(union\)\s+(\d+)")),
+    Claim(N05, r"keeps those finds \(\d and (\d)\)", output(N05, 38, r"\(union\)\s+\d+\s+(\d+)")),
+    Claim(N05, r"found it at rank (\d)", output(N05, 41, r"multi_query_search \(section 3\): rank (\d+)")),
+    Claim(N05, r"same (\d+)-token budget", bench("components", "setup", "hyde max_tokens")),
+    Claim(N05, r"section 9 \(([\d,]+)-character parents", code(N05, 45, r"parent_splitter=splitter\((\d+)")),
+    Claim(N05, r"parents, (\d+)/\d+ children", code(N05, 45, r"child_splitter=splitter\((\d+)")),
+    Claim(N05, r"parents, \d+/(\d+) children", code(N05, 45, r"child_splitter=splitter\(\d+, (\d+)\)")),
+    Claim(N05, r"LLM pairs on\s+(\d+) questions", bench("components", "setup", "llm questions")),
+    Claim(N05, r"On (\d+) CMRC questions", bench("components", "setup", "llm questions")),
+    Claim(N05, r"`MultiQueryRetriever` scored R@1 ([\d.]+) against", component(MULTI_QUERY, "R@1 langchain")),
+    Claim(N05, r"`MultiQueryRetriever` scored R@1 [\d.]+ against ([\d.]+)", component(MULTI_QUERY, "R@1 rag_lib")),
+    Claim(N05, r"\(-([\d.]+), 95% CI", component(MULTI_QUERY, "R@1 diff", scale=-1)),
+    Claim(N05, r"95% CI \[-([\d.]+), \+[\d.]+\]: too few", component(MULTI_QUERY, "R@1 diff 95% CI", 0, scale=-1)),
+    Claim(N05, r"95% CI \[-[\d.]+, \+([\d.]+)\]: too few", component(MULTI_QUERY, "R@1 diff 95% CI", 1)),
+    Claim(N05, r"dense search alone \(([\d.]+)\)", components_pipeline("dense Retriever alone (no LLM)", "R@1")),
+    Claim(N05, r"one LLM call, p50 ([\d,]+) vs", component(MULTI_QUERY, "p50 ms langchain")),
+    Claim(N05, r"one LLM call, p50 [\d,]+ vs ([\d,]+) ms", component(MULTI_QUERY, "p50 ms rag_lib")),
+    Claim(N05, r"`HypotheticalDocumentEmbedder` scored R@1 ([\d.]+) against", component(HYDE, "R@1 langchain")),
+    Claim(N05, r"`HypotheticalDocumentEmbedder` scored R@1 [\d.]+ against ([\d.]+)", component(HYDE, "R@1 rag_lib")),
+    Claim(N05, r"against [\d.]+ \(-([\d.]+) \[-[\d.]+, \+[\d.]+\]\) at", component(HYDE, "R@1 diff", scale=-1)),
+    Claim(N05, r"\(-[\d.]+ \[-([\d.]+), \+[\d.]+\]\) at", component(HYDE, "R@1 diff 95% CI", 0, scale=-1)),
+    Claim(N05, r"\(-[\d.]+ \[-[\d.]+, \+([\d.]+)\]\) at", component(HYDE, "R@1 diff 95% CI", 1)),
+    Claim(N05, r"similar cost \(p50 ([\d,]+) vs", component(HYDE, "p50 ms langchain")),
+    Claim(N05, r"similar cost \(p50 [\d,]+ vs ([\d,]+) ms\)", component(HYDE, "p50 ms rag_lib")),
+    Claim(N05, r"within noise \(R@1 ([\d.]+) vs", component(PARENT_DOC, "R@1 langchain")),
+    Claim(N05, r"within noise \(R@1 [\d.]+ vs ([\d.]+),", component(PARENT_DOC, "R@1 rag_lib")),
+    Claim(N05, r"vs [\d.]+,\s+-([\d.]+) \[", component(PARENT_DOC, "R@1 diff", scale=-1)),
+    Claim(N05, r"\[-([\d.]+), \+[\d.]+\]; p50", component(PARENT_DOC, "R@1 diff 95% CI", 0, scale=-1)),
+    Claim(N05, r"\[-[\d.]+, \+([\d.]+)\]; p50", component(PARENT_DOC, "R@1 diff 95% CI", 1)),
+    Claim(N05, r"; p50 (\d+) vs \d+ ms\)", component(PARENT_DOC, "p50 ms langchain")),
+    Claim(N05, r"; p50 \d+ vs (\d+) ms\)", component(PARENT_DOC, "p50 ms rag_lib")),
+    Claim(N05, r"on them; (\d+) vague", HARD_COUNT_05),
+    Claim(N05, r"Parents give ([\d.]+)x the context", derived(
+        f"{N05} cell 29 output, parent characters / child characters",
+        lambda: output(N05, 29, r"characters \(parents\)\s+(\d+)").get()
+        / output(N05, 29, r"characters \(children\)\s+(\d+)").get())),
+    Claim(N05, r"but also (\d+) of \d+ vague", output(N05, 31, r"below [\d.]+: (\d+) of")),
+    Claim(N05, r"but also \d+ of (\d+) vague", output(N05, 31, r"below [\d.]+: \d+ of (\d+)")),
 ]
 
 # Prose that must not appear: files outside the repo, or how the course was made.
