@@ -20,6 +20,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 import rag_lib.bench as bench
 from rag_lib.bench import components
+from rag_lib.evaluation import paired_difference
 from rag_lib.index import index_directory
 from rag_lib.models import E5_MIN_SIMILARITY
 from rag_lib.rerank import EmbeddingReranker, HttpReranker, LLMReranker, Reranker
@@ -161,7 +162,7 @@ def test_benchmark_writes_every_pair_with_sane_scores(tmp_path, monkeypatch):
     assert all(s["chunks"] >= 3 and s["max chars"] <= 300 for s in splitters.values())
 
 
-def test_paired_bootstrap_interval_holds_the_difference():
-    diff, low, high = components.paired_bootstrap([1, 1, 0, 1] * 25, [1, 0, 0, 1] * 25)
+def test_the_paired_interval_holds_the_difference():
+    diff, low, high = paired_difference([1, 1, 0, 1] * 25, [1, 0, 0, 1] * 25)
     assert diff == pytest.approx(0.25) and low < 0.25 < high and low > 0
-    assert components.paired_bootstrap([1, 0] * 10, [1, 0] * 10) == (0.0, 0.0, 0.0)
+    assert paired_difference([1, 0] * 10, [1, 0] * 10) == (0.0, 0.0, 0.0)

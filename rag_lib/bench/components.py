@@ -36,7 +36,7 @@ from rag_lib.bench import format_table, percentile, write_results
 from rag_lib.bench.retrieval import CANDIDATES, Search, chunk_contexts, load_collection, to_contexts
 from rag_lib.chunking import SEPARATORS, recursive_split
 from rag_lib.cmrc import Dataset, load_cmrc
-from rag_lib.evaluation import recall_at_k, reciprocal_rank
+from rag_lib.evaluation import paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
 from rag_lib.models import E5_MIN_SIMILARITY, get_chat_model, get_embeddings
 from rag_lib.rerank import EmbeddingReranker
@@ -94,16 +94,6 @@ def splitter_stats(data: Dataset, name: str, split: Split) -> dict:
     }
 
 
-def paired_bootstrap(
-    a: list[float], b: list[float], resamples: int = RESAMPLES, seed: int = 0
-) -> tuple[float, float, float]:
-    """Mean of a - b over questions and its 95% percentile-bootstrap interval (questions resampled, pairs kept)."""
-    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    picks = np.random.default_rng(seed).integers(0, len(diff), (resamples, len(diff)))
-    means = diff[picks].mean(axis=1)
-    return float(diff.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
-
-
 def score(pipelines: dict[str, Search], questions: list, desc: str) -> dict[str, dict[str, list[float]]]:
     """Per pipeline and question: R@1, R@5, MRR@5 and milliseconds, pipelines interleaved question by question.
     An empty question is a miss with no time (CMRC has two)."""
@@ -131,7 +121,7 @@ def summary(name: str, run: dict[str, list[float]]) -> dict:
 def compare(job: str, langchain: str, course: str, runs: dict[str, dict[str, list[float]]]) -> dict:
     """One pair's row: both sides' scores and p50, and the paired R@1 difference with its 95% interval."""
     lc, rl = runs[langchain], runs[course]
-    diff, low, high = paired_bootstrap(lc["R@1"], rl["R@1"])
+    diff, low, high = paired_difference(lc["R@1"], rl["R@1"], resamples=RESAMPLES)
     row = {"job": job, "langchain": langchain, "rag_lib": course, "questions": len(lc["R@1"])}
     for metric in ("R@1", "R@5", "MRR@5"):
         row[f"{metric} langchain"], row[f"{metric} rag_lib"] = float(np.mean(lc[metric])), float(np.mean(rl[metric]))
