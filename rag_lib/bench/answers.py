@@ -43,6 +43,7 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -62,6 +63,7 @@ from tqdm import tqdm
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.evaluation import bootstrap_ci, exact_match, f1, paired_difference
+from rag_lib.gguf import ensure_qwen_gguf
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph, fold
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
@@ -142,11 +144,19 @@ class TokenCounter(BaseCallbackHandler):
 
 
 def token_counter_for(llm: BaseChatModel) -> Callable[[str], int]:
-    """The model's own tokenizer: llama.cpp's for the local GGUF, else LangChain's get_num_tokens."""
+    """The model's own tokenizer for the local GGUF; for an endpoint, the Qwen GGUF's vocabulary (exact for a
+    served Qwen, an estimate for other models: LangChain's get_num_tokens would download tiktoken's tables)."""
     client = getattr(llm, "client", None)
-    if hasattr(client, "tokenize"):
-        return lambda text: len(client.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
-    return llm.get_num_tokens
+    client = client if hasattr(client, "tokenize") else qwen_vocabulary()
+    return lambda text: len(client.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
+
+
+@lru_cache(maxsize=1)
+def qwen_vocabulary() -> Any:
+    """The Qwen GGUF's tokenizer alone (llama.cpp vocab_only: no weights loaded)."""
+    from llama_cpp import Llama
+
+    return Llama(model_path=str(ensure_qwen_gguf()), vocab_only=True, verbose=False)
 
 
 def grader_items(retriever: Retriever) -> list[dict]:
