@@ -43,7 +43,7 @@ RETRIEVAL_CHOICES = [
     ("auto (router reads the request)", "auto"),
     ("hybrid: dense + BM25, RRF", "hybrid"),
     ("dense", "dense"),
-    ("BM25 + rerank", "bm25_rerank"),
+    ("keyword: BM25", "bm25"),
     ("HyDE (+1 LLM call)", "hyde"),
 ]
 CHUNK_SIZES = ["auto", "200", "300", "500", "800"]

@@ -51,7 +51,7 @@ HELP = {
         "- **Save**: upload .md, .txt or .pdf files, or write \"Save this note: ...\". You may ask for a chunking "
         "method (semantic, fixed, recursive, markdown) and size, e.g. \"fixed chunks of 200 characters\".\n"
         "- **Ask**: \"What does the refund policy say about returns?\"; name a file to search only it "
-        "(\"... in policy.md\"); ask for HyDE, BM25 + rerank, dense or hybrid search.\n"
+        "(\"... in policy.md\"); ask for HyDE, BM25 (keyword), dense or hybrid search.\n"
         "- **Both**: \"Remember: the VPN server is vpn2. Which VPN server do we use?\"\n"
         "{count} file(s) are indexed now."
     ),
@@ -87,7 +87,7 @@ _STRATEGY_CLAUSE = re.compile(
 )
 _RETRIEVAL = [
     ("hyde", re.compile(r"\bhyde\b", re.IGNORECASE)),
-    ("bm25_rerank", re.compile(r"\bbm25\b|\brerank|\bkeyword search|关键词|重排", re.IGNORECASE)),
+    ("bm25", re.compile(r"\bbm25\b|\bkeyword search|关键词", re.IGNORECASE)),
     ("dense", re.compile(r"\bdense (?:search|retrieval)|\b(?:vector|embedding) search|向量检索", re.IGNORECASE)),
     ("hybrid", re.compile(r"\bhybrid (?:search|retrieval)|multi-?path|混合检索|多路", re.IGNORECASE)),
 ]

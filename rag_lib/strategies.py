@@ -17,11 +17,10 @@ from langchain_core.language_models import BaseChatModel
 from pymilvus import MilvusClient
 
 from rag_lib.advanced import OUTPUT_FIELDS, hypothetical_passage, search_by_vector
-from rag_lib.rerank import get_reranker
 from rag_lib.retriever import Retriever, cosine
 from rag_lib.store import DEFAULT_COLLECTION, field_filter
 
-RETRIEVALS = ("hybrid", "dense", "bm25_rerank", "hyde")
+RETRIEVALS = ("hybrid", "dense", "bm25", "hyde")
 
 
 def source_filter(sources: list[str] | tuple[str, ...]) -> str:
@@ -57,14 +56,14 @@ def search(
     settings: dict[str, Any] = {
         "hybrid": {"search_type": "hybrid", "ranker": "rrf"},
         "dense": {"search_type": "dense"},
-        "bm25_rerank": {"search_type": "sparse", "ranker": "model", "reranker": get_reranker(embeddings)},
+        "bm25": {"search_type": "sparse"},
     }[strategy]
     retriever = Retriever(client=client, embeddings=embeddings, collection=collection, k=k, filter=filter,
                           min_similarity=min_similarity, **settings)
     used = {
         "hybrid": "hybrid: dense + BM25 fused with RRF in Milvus",
         "dense": "dense: e5 vectors, HNSW",
-        "bm25_rerank": f"BM25, then {type(retriever.reranker).__name__} on the top {retriever.candidates}",
+        "bm25": "keyword: BM25 over jieba words in Milvus",
     }[strategy]
     return retriever.invoke(question), used, 0
 

@@ -207,7 +207,7 @@ def test_parse_options_reads_chunking_size_strategy_and_named_files():
     )
     assert parse_options("Index these files with semantic chunking, chunk size 500.") == Options("semantic", 500)
     assert parse_options("Using BM25 with rerank, what does policy.md say about refunds?", sources) == Options(
-        None, None, "bm25_rerank", (".uploads/policy.md",)
+        None, None, "bm25", (".uploads/policy.md",)
     )
     assert parse_options("用 HyDE 检索：退款政策是什么？").retrieval == "hyde"
     assert parse_options("请按 200 字固定切分保存：退款在 30 天内完成。") == Options("fixed", 200)
@@ -384,7 +384,7 @@ def test_nothing_indexed_or_off_topic_refuses_without_an_answer_call(context, ll
 
 @pytest.mark.parametrize(
     ("retrieval", "used", "llm_calls"),
-    [("dense", "dense", 0), ("bm25_rerank", "BM25, then EmbeddingReranker", 0), ("hyde", "HyDE", 1)],
+    [("dense", "dense", 0), ("bm25", "keyword: BM25", 0), ("hyde", "HyDE", 1)],
 )
 def test_each_retrieval_strategy_finds_the_note(context, llm, retrieval, used, llm_calls):
     run(context, SAVE_CAFETERIA)
