@@ -59,7 +59,7 @@ HELP = {
         "我可以保存你的文档，并根据文档回答问题、注明来源。\n"
         "- **保存**：上传 .md、.txt 或 .pdf 文件，或输入「请保存：……」；可指定切分方法（semantic、fixed、recursive、"
         "markdown）和长度，例如「按 200 字固定切分」。\n"
-        "- **提问**：直接提问；写出文件名（如 policy.md）只在该文件中检索；可要求 HyDE、BM25 + 重排、向量或混合检索。\n"
+        "- **提问**：直接提问；写出文件名（如 policy.md）只在该文件中检索；可要求 HyDE、BM25（关键词）、向量或混合检索。\n"
         "- **先存后问**：「记住：VPN 服务器是 vpn2。我们用哪个 VPN 服务器？」\n"
         "当前已索引 {count} 个文件。"
     ),
@@ -218,13 +218,16 @@ def first_route(llm: BaseChatModel, request: str, has_files: bool) -> tuple[Acti
 
 def decide_route(llm: BaseChatModel, request: str, has_files: bool) -> Routing:
     """The action, the text to save and the question for one request: `first_route`, corrected by rules (given files
-    are always saved; save_then_retrieve needs a question), each action keeping only the text it uses, and an
-    over-long question cut."""
+    are always saved; a note followed by a question is saved, then answered; save_then_retrieve needs a question),
+    each action keeping only the text it uses, and an over-long question cut."""
     action, by, calls, notes = first_route(llm, request, has_files)
     if has_files and action in ("retrieve", "unknown"):  # given files are always stored
         notes.append(f"the model said {action!r}, but files were given: they are saved first")
         action, by = ("save_then_retrieve" if action == "retrieve" else "save"), "model+rule"
     note, question = ("", request) if has_files else split_note(request)
+    if action == "save" and note and question:  # "Save this: ... . Which ...?" asks too
+        notes.append("the model said 'save', but a question follows the text to save: it is answered after saving")
+        action, by = "save_then_retrieve", "model+rule"
     if action == "save_then_retrieve" and not question:
         notes.append("no question found after the text to save (end it with '?'): saved only")
         action, by = "save", "model+rule"

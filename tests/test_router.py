@@ -357,6 +357,15 @@ def test_save_then_retrieve_without_a_question_only_saves(context):
     assert state["saved"][0]["status"] == "indexed" and "no question found" in state["notes"][0]
 
 
+def test_a_note_followed_by_a_question_is_saved_then_answered_even_if_the_model_says_save(context):
+    request = f"Save this note: {CAFETERIA} When does the Zephyr cafeteria open on Sundays?"
+    context.llm.routes[request] = "save"  # the small model's usual slip on such requests
+    state, _, nodes = run(context, request)
+    assert (state["action"], state["routed_by"]) == ("save_then_retrieve", "model+rule")
+    assert nodes[:2] == ["route", "save"] and "retrieve" in nodes and "a question follows" in state["notes"][0]
+    assert state["saved"][0]["status"] == "indexed" and "9:00" in " ".join(d.page_content for d in state["documents"])
+
+
 def test_nothing_to_save_says_so(context, milvus):
     state, _, _ = run(context, "Save this:")
     assert state["saved"][0]["status"] == "error" and "no text or file to save" in state["answer"]
@@ -581,3 +590,36 @@ def test_structured_calls_are_not_streamed_into_the_messages_stream(milvus, embe
         (message,) = [m for m in by_node[node] if isinstance(m, AIMessage)]  # route also returns the user's turn
         (call,) = message.tool_calls
         assert call["name"] == schema.__name__ and schema(**call["args"])
+
+
+# ------------------------------------------------------------------ the routing benchmark (scripted model)
+
+
+def test_routing_benchmark_counts_model_and_app_separately(tmp_path, monkeypatch):
+    from rag_lib.bench import router as router_bench
+
+    requests = [
+        {"request": SAVE_CAFETERIA, "files": False, "action": "save"},
+        {"request": ASK_CAFETERIA, "files": False, "action": "retrieve"},
+        {"request": "Index these files.", "files": True, "action": "save"},  # scripted "retrieve": the rule saves, then asks
+        {"request": "Remember this: the gym opens at 6.", "files": False, "action": "save"},  # wrong; fixed by rule
+        {"request": "Hi! How are you today?", "files": False, "action": "unknown"},
+        {"request": "Write a limerick about Milvus.", "files": False, "action": "unknown"},  # unscripted: "retrieve"
+    ]
+    path = tmp_path / "requests.json"
+    path.write_text(json.dumps(requests), encoding="utf-8")
+    monkeypatch.setattr(router_bench, "get_chat_model", ScriptedChatModel)  # TEST DOUBLE, scripted routes
+    monkeypatch.setattr(router_bench, "model_label", lambda llm: "scripted")
+    out = tmp_path / "router.json"
+    router_bench.main(["--requests", str(path), "--out", str(out)])
+
+    result = json.loads(out.read_text(encoding="utf-8"))["scripted"]
+    model, app = result["accuracy model"], result["accuracy app"]
+    assert (model["all"]["correct"], model["all"]["n"]) == (3, 6) and (app["all"]["correct"], app["all"]["n"]) == (4, 6)
+    assert (model["save"]["correct"], app["save"]["correct"]) == (1, 2) and (app["unknown"]["correct"], app["unknown"]["n"]) == (1, 2)
+    low, high = app["all"]["95% CI"]
+    assert low < 4 / 6 < high
+    assert "save_then_retrieve" not in app  # no request expected it: no empty group
+    assert result["confusion app"] == {"retrieve -> retrieve": 1, "save -> save": 2, "save -> save_then_retrieve": 1,
+                                       "unknown -> retrieve": 1, "unknown -> unknown": 1}
+    assert [m["request"] for m in result["misses"]] == [r["request"] for r in requests[2:4]] + [requests[5]["request"]]
