@@ -2,10 +2,129 @@
 
 from __future__ import annotations
 
-from IPython.display import Markdown
+import io
+
+from IPython.display import Image, Markdown
+from langchain_core.runnables.graph import Graph
+from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Ellipse, FancyArrowPatch, FancyBboxPatch
+from matplotlib.path import Path
+from matplotlib.textpath import TextPath
+
+GAP, STEP_Y, BOX_H, INK = 0.35, 0.8, 0.34, "#3c5a99"  # inches between boxes, between layers; box height; colour
 
 
 def mermaid(graph: CompiledStateGraph, xray: bool = False) -> Markdown:
     """The graph as a Mermaid diagram in Markdown: JupyterLab (>= 4.1) draws it with no web service."""
     return Markdown(f"```mermaid\n{graph.get_graph(xray=xray).draw_mermaid()}\n```")
+
+
+def back_edges(graph: Graph) -> set[tuple[str, str]]:
+    """The edges that close a loop in a depth-first walk from __start__: without them the graph can be layered."""
+    children = {n: [e.target for e in graph.edges if e.source == n] for n in graph.nodes}
+    on_path: dict[str, bool] = {}  # True while the walk is below the node, False once it is finished
+    back: set[tuple[str, str]] = set()
+
+    def walk(node: str) -> None:
+        on_path[node] = True
+        for child in children[node]:
+            if on_path.get(child):
+                back.add((node, child))
+            elif child not in on_path:
+                walk(child)
+        on_path[node] = False
+
+    for node in sorted(graph.nodes, key=lambda n: n != START):  # __start__ first, then nodes it cannot reach
+        if node not in on_path:
+            walk(node)
+    return back
+
+
+def layers(graph: Graph, back: set[tuple[str, str]]) -> tuple[list[list[str]], dict[int, list[str]]]:
+    """Nodes by layer (longest forward path from __start__, __end__ last) plus a waypoint in every layer an edge
+    skips, so no edge crosses a box; each layer is ordered under its parents to keep crossings few."""
+    depth = dict.fromkeys(graph.nodes, 0)
+    forward = [(i, e.source, e.target) for i, e in enumerate(graph.edges) if (e.source, e.target) not in back]
+    for _ in graph.nodes:
+        for _, source, target in forward:
+            depth[target] = max(depth[target], depth[source] + 1)
+    if END in depth:
+        depth[END] = max((d for n, d in depth.items() if n != END), default=-1) + 1
+    waypoints = {i: [f"\0{i}:{d}" for d in range(depth[s] + 1, depth[t])] for i, s, t in forward}
+    parents: dict[str, list[str]] = {}
+    for i, source, target in forward:
+        chain = [source, *waypoints[i], target]
+        for above, below in zip(chain, chain[1:]):
+            parents.setdefault(below, []).append(above)
+        depth.update({w: depth[source] + 1 + k for k, w in enumerate(waypoints[i])})
+    rows: list[list[str]] = []
+    column: dict[str, float] = {}
+    for level in range(max(depth.values()) + 1):
+        def under_parents(node: str) -> float:
+            placed = [column[p] for p in parents.get(node, []) if p in column]
+            return sum(placed) / len(placed) if placed else 0.0
+
+        rows.append(sorted((n for n in depth if depth[n] == level), key=under_parents))
+        column.update({n: i - (len(rows[-1]) - 1) / 2 for i, n in enumerate(rows[-1])})
+    return rows, waypoints
+
+
+def smooth(points: list[tuple[float, float]]) -> Path:
+    """A path from the first point to the last that rounds the corner at every point between (quadratic B-spline)."""
+    vertices, codes = [points[0]], [Path.MOVETO]
+    for a, b, c in zip(points, points[1:], points[2:]):
+        vertices += [((a[0] + b[0]) / 2, (a[1] + b[1]) / 2), b, ((b[0] + c[0]) / 2, (b[1] + c[1]) / 2)]
+        codes += [Path.LINETO, Path.CURVE3, Path.CURVE3]
+    return Path([*vertices, points[-1]], [*codes, Path.LINETO])
+
+
+def graph_png(graph: CompiledStateGraph, xray: bool = False) -> Image:
+    """The graph drawn with matplotlib as a PNG: offline, and every notebook viewer shows it (Mermaid needs one)."""
+    drawing = graph.get_graph(xray=xray)
+    back = back_edges(drawing)
+    rows, waypoints = layers(drawing, back)
+    label = {n: {START: "start", END: "end"}.get(n, n) for n in drawing.nodes}
+    font = {n: 8 if n in (START, END) else 10 for n in drawing.nodes}
+    width = {n: TextPath((0, 0), label[n], size=font[n]).get_extents().width / 72 + 0.3 for n in drawing.nodes}
+    width.update({w: 0.1 for chain in waypoints.values() for w in chain})
+    where: dict[str, tuple[float, float]] = {}
+    for level, row in enumerate(rows):
+        left = -(sum(width[n] for n in row) + GAP * (len(row) - 1)) / 2
+        for node in row:
+            where[node], left = (left + width[node] / 2, -level * STEP_Y), left + width[node] + GAP
+    right = [max(where[n][0] + width[n] / 2 for n in row) for row in rows]  # each layer's right edge
+    layer_of = {n: i for i, row in enumerate(rows) for n in row}
+    x0, x1 = min(where[n][0] - width[n] / 2 for n in where) - 0.3, max(right) + 0.4 + 0.15 * len(back)
+    figure = Figure(figsize=(x1 - x0, len(rows) * STEP_Y), dpi=100)  # one data unit = one inch
+    FigureCanvasAgg(figure)
+    axes = figure.add_axes((0, 0, 1, 1), xlim=(x0, x1), ylim=((0.5 - len(rows)) * STEP_Y, 0.5 * STEP_Y))
+    axes.set_axis_off()
+    for i, edge in enumerate(drawing.edges):
+        (xs, ys), (xt, yt) = where[edge.source], where[edge.target]
+        if (edge.source, edge.target) in back:  # out below, up a lane right of every box it passes, in on top
+            k = sorted(back).index((edge.source, edge.target))  # its own lane and entry point
+            lane, gap = max(right[layer_of[edge.target]:layer_of[edge.source] + 1]) + 0.25 + 0.15 * k, 0.08 + 0.05 * k
+            xs, xt = xs + width[edge.source] / 4 + 0.12 * k, xt + width[edge.target] / 4 + 0.12 * k
+            low, high = ys - BOX_H / 2 - gap, yt + BOX_H / 2 + gap
+            points = [(xs, low + gap), (xs, low), (lane, low), (lane, high), (xt, high), (xt, high - gap)]
+            path, mid = Path(points), (lane, (ys + yt) / 2)
+        else:  # down from the bottom of one box, through the waypoints, to the top of the other
+            points = [(xs, ys - BOX_H / 2), *(where[w] for w in waypoints[i]), (xt, yt + BOX_H / 2)]
+            path, mid = smooth(points), ((points[0][0] + points[1][0]) / 2, (points[0][1] + points[1][1]) / 2)
+        axes.add_patch(FancyArrowPatch(path=path, arrowstyle="-|>", mutation_scale=12, color=INK, lw=1.2,
+                                       linestyle="--" if edge.conditional else "-"))
+        if edge.data:
+            axes.text(*mid, str(edge.data), ha="center", va="center", fontsize=8, color=INK, zorder=3,
+                      bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"})
+    for node in drawing.nodes:
+        (x, y), w = where[node], width[node]
+        axes.add_patch(Ellipse((x, y), w, BOX_H, fc="#eeeeee", ec=INK) if node in (START, END) else
+                       FancyBboxPatch((x - w / 2, y - BOX_H / 2), w, BOX_H, "round,pad=0,rounding_size=0.08",
+                                      fc="#e6edfa", ec=INK))
+        axes.text(x, y, label[node], ha="center", va="center", fontsize=font[node], zorder=3)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return Image(data=buffer.getvalue(), format="png")
