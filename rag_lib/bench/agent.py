@@ -27,7 +27,7 @@ from langchain_core.messages import HumanMessage
 
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
-from rag_lib.bench.answers import TokenCounter, token_counter_for
+from rag_lib.bench.answers import TokenCounter, clear_prompt_cache, token_counter_for
 from rag_lib.bench.chat import wilson
 from rag_lib.demo import DOCS
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
@@ -50,13 +50,6 @@ def load_questions(path: Path = QUESTIONS) -> list[dict]:
 def model_label(llm: BaseChatModel) -> str:
     """"local" for the in-process GGUF, else the endpoint's model name."""
     return "local" if hasattr(llm, "client") and hasattr(llm.client, "reset") else str(getattr(llm, "model_name", llm))
-
-
-def reset_cache(llm: BaseChatModel) -> None:
-    """Empty llama.cpp's prompt cache, so no run profits from the previous one's prefix (a no-op for endpoints)."""
-    client = getattr(llm, "client", None)
-    if hasattr(client, "reset"):
-        client.reset()
 
 
 def expected_trajectory(kind: str, tools: list[str]) -> bool:
@@ -87,7 +80,7 @@ def run_choice(llm: BaseChatModel, tools: list, questions: list[dict], native: b
     """First-step accuracy overall and per kind, with the confusion of wanted -> chosen."""
     rows = []
     for item in questions:
-        reset_cache(llm)
+        clear_prompt_cache(llm)
         started = time.perf_counter()
         try:
             chosen, error = first_choice(llm, tools, item["question"], native), None
@@ -127,7 +120,7 @@ def run_compare(llm: BaseChatModel, retriever: Retriever, web, questions: list[d
     for item in questions:
         for pipeline in ("agent", "crag"):
             counter = TokenCounter(token_counter_for(llm))
-            reset_cache(llm)
+            clear_prompt_cache(llm)
             started = time.perf_counter()
             if pipeline == "agent":
                 out = run_agent(agent, item["question"], config={"callbacks": [counter]})
