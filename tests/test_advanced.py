@@ -3,6 +3,7 @@ and small-to-big on a real (tiny) Milvus Lite collection with the real e5 embedd
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -262,3 +263,46 @@ def test_small_to_big_returns_each_parent_once(milvus, embeddings, docs):
     assert len(parents) < len(children)  # several children of one parent collapse to it
     assert parents[0].metadata["child_text"] in parents[0].page_content
     assert len(parents[0].page_content) > len(parents[0].metadata["child_text"])
+
+
+# ---- the benchmark (python -m rag_lib.bench advanced), scripted TEST DOUBLE chat model, real index of data/docs ----
+
+def test_advanced_benchmark_scores_every_pipeline_against_the_baseline(tmp_path, monkeypatch):
+    from rag_lib import bench
+    from rag_lib.bench import advanced as advanced_bench
+
+    entries = [q for q in advanced_bench.load_questions() if q["source"] == "milvus_filter_expressions.txt"]
+    assert [q["set"] for q in entries] == ["translated sample", "hard"]
+    questions = tmp_path / "questions.json"
+    questions.write_text(json.dumps(entries, ensure_ascii=False), encoding="utf-8")
+    per_question = ["Milvus filter like operator", {"queries": ["VARCHAR pattern match", "过滤表达式"]},
+                    "Use the like operator on a VARCHAR field.", "在 VARCHAR 字段上用 like 运算符。"]
+    llm = ScriptedChatModel(replies=per_question * 3)  # 2 entries + the translated one as written
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(advanced_bench, "get_chat_model", lambda: llm)
+    advanced_bench.main(["--questions", str(questions), "--out", "mini"])
+
+    results = json.loads((tmp_path / "results" / "mini.json").read_text(encoding="utf-8"))
+    assert "load_average_1min_at_end" in results["meta"] and "load_average_1min_at_start" in results["setup"]
+    assert results["setup"]["per set"] == {"translated sample": 1, "hard": 1, "sample as written": 1}
+    assert len(llm.calls) == 12 and not llm.replies  # four calls per question, every pipeline reuses them
+    calls = {"baseline: hybrid RRF": 0, "translation": 1, "question + translation (union)": 1,
+             "question + translation (RRF)": 1, "multi-query (question, translation, 2 wordings)": 2,
+             "HyDE (passage in the question's language)": 1, "HyDE (passage in the other language)": 1,
+             "node groups": 0, "multi-path (dense + BM25 + node groups)": 0}
+    sets = {"translated + hard": 2, "translated sample": 1, "hard": 1, "sample as written": 1}
+    rows = {(row["pipeline"], row["set"]): row for row in results["summary"]}
+    assert set(rows) == {(p, s) for p in calls for s in sets}
+    for (pipeline, set_name), row in rows.items():
+        assert row["questions"] == sets[set_name] and row["LLM calls"] == calls[pipeline] and row["seconds"] > 0
+        for metric in ("recall@3", "MRR@10"):
+            low, high = row[f"{metric} 95% CI"]
+            assert 0.0 <= low <= row[metric] <= high <= 1.0
+            low, high = row[f"{metric} diff 95% CI"]
+            assert -1.0 <= low <= row[f"{metric} diff"] <= high <= 1.0
+        if pipeline == "baseline: hybrid RRF":
+            assert row["recall@3 diff"] == row["MRR@10 diff"] == 0.0
+            assert row["recall@3 diff 95% CI"] == row["MRR@10 diff 95% CI"] == [0.0, 0.0]
+    written = rows[("baseline: hybrid RRF", "sample as written")]
+    assert written["recall@3"] == written["MRR@10"] == 1.0  # the sample question as written finds its file first
+    assert [q["replies"]["translation"] for q in results["questions"]] == ["Milvus filter like operator"] * 3

@@ -383,6 +383,41 @@ def results_05(row: str, column: int) -> Value:
     """Column `column` (0-4: sample recall@3, sample MRR, sample answer, hard recall@3, hard MRR) of section 11's table."""
     return output(N05, RESULTS_05, re.escape(row) + r"\s+" + r"[\d.]+\s+" * column + r"([\d.]+)")
 
+
+# Notebook 05, section 11: bench_results/advanced.json (python -m rag_lib.bench advanced), per pipeline and question set.
+CROSS_05, TRANSLATED_05, HARD_SET_05, WRITTEN_05 = "translated + hard", "translated sample", "hard", "sample as written"
+BASE_05, TRANSLATION_05, UNION_05 = "baseline: hybrid RRF", "translation", "question + translation (union)"
+RRF_05, MULTI_QUERY_05 = "question + translation (RRF)", "multi-query (question, translation, 2 wordings)"
+HYDE_Q_05, HYDE_O_05 = "HyDE (passage in the question's language)", "HyDE (passage in the other language)"
+GROUPS_05, MULTI_PATH_05 = "node groups", "multi-path (dense + BM25 + node groups)"
+
+
+def advanced_05(pipeline: str, set_name: str, *metric: Any, scale: float = 1.0) -> Value:
+    """One pipeline's metric on one question set in bench_results/advanced.json (`metric`: a key, then 0 or 1 for
+    an interval's bounds)."""
+    return bench("advanced", "summary", {"pipeline": pipeline, "set": set_name}, *metric, scale=scale)
+
+
+def set_size_05(set_name: str) -> Value:
+    """Questions in one set of bench_results/advanced.json."""
+    return advanced_05(BASE_05, set_name, "questions")
+
+
+def half_width_05(pipeline: str, set_name: str) -> Value:
+    """Half the width of a pipeline's 95% interval on the recall@3 difference to the baseline."""
+    bounds = [advanced_05(pipeline, set_name, "recall@3 diff 95% CI", i) for i in (0, 1)]
+    return derived(f"bench_results/advanced.json {pipeline} / {set_name}: (high - low) / 2",
+                   lambda: (bounds[1].get() - bounds[0].get()) / 2)
+
+
+def diff_claims_05(prefix: str, pipeline: str, set_name: str, metric: str = "recall@3") -> list[Claim]:
+    """Three claims for "<prefix>+0.123 [-0.100, +0.300]": a difference to the baseline and its 95% interval."""
+    d, sign = r"[+-][\d.]+", r"([+-][\d.]+)"
+    return [Claim(N05, prefix + sign + r"\s+\[", advanced_05(pipeline, set_name, f"{metric} diff")),
+            Claim(N05, prefix + d + r"\s+\[" + sign + ",", advanced_05(pipeline, set_name, f"{metric} diff 95% CI", 0)),
+            Claim(N05, prefix + d + r"\s+\[" + d + ", " + sign + r"\]",
+                  advanced_05(pipeline, set_name, f"{metric} diff 95% CI", 1))]
+
 CLAIMS: list[Claim] = [
     # ---- 00 quickstart
     Claim(N00, r"about (\d+) s of cells in the committed run", cell_seconds(N00), rel=0.5),
@@ -929,17 +964,18 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"falls to ([\d.]+) \(MRR", results_05("multi-path (dense + BM25 + node groups)", 3)),
     Claim(N05, r"falls to [\d.]+ \(MRR ([\d.]+)\)", results_05("multi-path (dense + BM25 + node groups)", 4)),
     Claim(N05, r"dense search again\s+\(([\d.]+)\)", results_05("multi-path + e5 rerank", 3)),
-    Claim(N05, r"\(last table, (\d) questions\)", LLM_QUESTIONS_05),
+    Claim(N05, r"\(last table, (\d) questions:", LLM_QUESTIONS_05),
+    Claim(N05, r"the live slice \((\d) questions\)", LLM_QUESTIONS_05),
     Claim(N05, r"\*\*(\d) hard questions only\*\*", LLM_QUESTIONS_05),
-    Claim(N05, r"\(ranks (\d) and \d\); the", output(N05, 38, r"(?m)^translation\s+(\d+)")),
-    Claim(N05, r"\(ranks \d and (\d)\); the", output(N05, 38, r"(?m)^translation\s+\d+\s+(\d+)")),
-    Claim(N05, r"keeps those finds \((\d) and \d\)", output(N05, 38, r"\(union\)\s+(\d+)")),
-    Claim(N05, r"keeps those finds \(\d and (\d)\)", output(N05, 38, r"\(union\)\s+\d+\s+(\d+)")),
-    Claim(N05, r"found it at rank (\d)", output(N05, 41, r"multi_query_search \(section 3\): rank (\d+)")),
+    Claim(N05, r"ranks (\d) and \d after\s+translation", output(N05, 38, r"(?m)^translation\s+(\d+)")),
+    Claim(N05, r"ranks \d and (\d) after\s+translation", output(N05, 38, r"(?m)^translation\s+\d+\s+(\d+)")),
+    Claim(N05, r"translation, (\d) and \d for the union", output(N05, 38, r"\(union\)\s+(\d+)")),
+    Claim(N05, r"translation, \d and (\d) for the union", output(N05, 38, r"\(union\)\s+\d+\s+(\d+)")),
+    Claim(N05, r"found it at rank (\d)", output(N05, 44, r"multi_query_search \(section 3\): rank (\d+)")),
     Claim(N05, r"same (\d+)-token budget", bench("components", "setup", "hyde max_tokens")),
-    Claim(N05, r"section 9 \(([\d,]+)-character parents", code(N05, 45, r"parent_splitter=splitter\((\d+)")),
-    Claim(N05, r"parents, (\d+)/\d+ children", code(N05, 45, r"child_splitter=splitter\((\d+)")),
-    Claim(N05, r"parents, \d+/(\d+) children", code(N05, 45, r"child_splitter=splitter\(\d+, (\d+)\)")),
+    Claim(N05, r"section 9 \(([\d,]+)-character parents", code(N05, 48, r"parent_splitter=splitter\((\d+)")),
+    Claim(N05, r"parents, (\d+)/\d+ children", code(N05, 48, r"child_splitter=splitter\((\d+)")),
+    Claim(N05, r"parents, \d+/(\d+) children", code(N05, 48, r"child_splitter=splitter\(\d+, (\d+)\)")),
     Claim(N05, r"LLM pairs on\s+(\d+) questions", bench("components", "setup", "llm questions")),
     Claim(N05, r"On (\d+) CMRC questions", bench("components", "setup", "llm questions")),
     Claim(N05, r"`MultiQueryRetriever` scored R@1 ([\d.]+) against", component(MULTI_QUERY, "R@1 langchain")),
@@ -971,6 +1007,84 @@ CLAIMS: list[Claim] = [
         / output(N05, 29, r"characters \(children\)\s+(\d+)").get())),
     Claim(N05, r"but also (\d+) of \d+ vague", output(N05, 31, r"below [\d.]+: (\d+) of")),
     Claim(N05, r"but also \d+ of (\d+) vague", output(N05, 31, r"below [\d.]+: \d+ of (\d+)")),
+    # ---- 05, section 11: the benchmark on the cross-lingual questions (bench_results/advanced.json)
+    Claim(N05, r"measures translation on (\d+)\.", set_size_05(CROSS_05)),
+    Claim(N05, r"over (\d+) questions, more reliably", set_size_05(CROSS_05)),
+    Claim(N05, r"runs them on (\d+) cross-lingual", set_size_05(CROSS_05)),
+    Claim(N05, r"techniques on (\d+) questions, with their noise", set_size_05(CROSS_05)),
+    Claim(N05, r"and (\d+) hand-written ones barely", set_size_05(HARD_SET_05)),
+    Claim(N05, r"moves recall by 1/(\d+)", set_size_05(HARD_SET_05)),
+    Claim(N05, r"the (\d+) answerable sample questions translated", set_size_05(TRANSLATED_05)),
+    Claim(N05, r"plus the (\d+) hard ones", set_size_05(HARD_SET_05)),
+    Claim(N05, r"hard ones, (\d+) cross-lingual questions in", set_size_05(CROSS_05)),
+    Claim(N05, r"control, the (\d+) sample questions as written", set_size_05(WRITTEN_05)),
+    Claim(N05, r"the benchmark on (\d+) questions with", set_size_05(CROSS_05)),
+    Claim(N05, r"On the (\d+) cross-lingual questions it lifts", set_size_05(CROSS_05)),
+    Claim(N05, r"lifts recall@3 from ([\d.]+) to", advanced_05(BASE_05, CROSS_05, "recall@3")),
+    Claim(N05, r"lifts recall@3 from [\d.]+ to\s+([\d.]+)", advanced_05(TRANSLATION_05, CROSS_05, "recall@3")),
+    Claim(N05, r"to\s+[\d.]+: ([+-][\d.]+), 95% CI", advanced_05(TRANSLATION_05, CROSS_05, "recall@3 diff")),
+    Claim(N05, r"to\s+[\d.]+: [+-][\d.]+, 95% CI \[([+-][\d.]+),",
+          advanced_05(TRANSLATION_05, CROSS_05, "recall@3 diff 95% CI", 0)),
+    Claim(N05, r"to\s+[\d.]+: [+-][\d.]+, 95% CI \[[+-][\d.]+, ([+-][\d.]+)\]",
+          advanced_05(TRANSLATION_05, CROSS_05, "recall@3 diff 95% CI", 1)),
+    *diff_claims_05(r"and MRR by ", TRANSLATION_05, CROSS_05, "MRR@10"),
+    Claim(N05, r"short LLM call \(([\d.]+) s per", advanced_05(TRANSLATION_05, CROSS_05, "seconds")),
+    Claim(N05, r"On the (\d+) hard questions alone", set_size_05(HARD_SET_05)),
+    Claim(N05, r"alone the gain, ([+-][\d.]+), has", advanced_05(TRANSLATION_05, HARD_SET_05, "recall@3 diff")),
+    Claim(N05, r"has the interval \[([+-][\d.]+),",
+          advanced_05(TRANSLATION_05, HARD_SET_05, "recall@3 diff 95% CI", 0)),
+    Claim(N05, r"has the interval \[[+-][\d.]+, ([+-][\d.]+)\]",
+          advanced_05(TRANSLATION_05, HARD_SET_05, "recall@3 diff 95% CI", 1)),
+    Claim(N05, r"on the (\d+) sample questions as written it drops", set_size_05(WRITTEN_05)),
+    Claim(N05, r"it drops recall@3 from ([\d.]+) to", advanced_05(BASE_05, WRITTEN_05, "recall@3")),
+    Claim(N05, r"it drops recall@3 from [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, WRITTEN_05, "recall@3")),
+    *diff_claims_05(r"it drops recall@3 from [\d.]+ to [\d.]+ \(", TRANSLATION_05, WRITTEN_05),
+    Claim(N05, r"keeps them all \(([\d.]+)\)", advanced_05(UNION_05, WRITTEN_05, "recall@3")),
+    Claim(N05, r"cross-lingual gain \(([\d.]+), MRR", advanced_05(UNION_05, CROSS_05, "recall@3")),
+    Claim(N05, r"cross-lingual gain \([\d.]+, MRR ([\d.]+)", advanced_05(UNION_05, CROSS_05, "MRR@10")),
+    Claim(N05, r"instead of ([\d.]+)\)\. RRF over", advanced_05(TRANSLATION_05, CROSS_05, "MRR@10")),
+    Claim(N05, r"ranks them lower \(MRR ([\d.]+)\)", advanced_05(RRF_05, CROSS_05, "MRR@10")),
+    Claim(N05, r"at about (\d+) times its time", derived(
+        "bench_results/advanced.json: multi-query seconds / union seconds (37 questions)",
+        lambda: advanced_05(MULTI_QUERY_05, CROSS_05, "seconds").get()
+        / advanced_05(UNION_05, CROSS_05, "seconds").get()),
+        rel=0.2),
+    Claim(N05, r"its time \(([\d.]+) vs", advanced_05(MULTI_QUERY_05, CROSS_05, "seconds")),
+    Claim(N05, r"vs ([\d.]+) s per question\)", advanced_05(UNION_05, CROSS_05, "seconds")),
+    *diff_claims_05(r"worse than no transform \(", HYDE_Q_05, CROSS_05),
+    *diff_claims_05(r"it gains\s+", HYDE_O_05, CROSS_05),
+    Claim(N05, r"hard set \(([\d.]+) against", advanced_05(HYDE_O_05, HARD_SET_05, "recall@3")),
+    Claim(N05, r"hard set \([\d.]+ against ([\d.]+) for the", advanced_05(TRANSLATION_05, HARD_SET_05, "recall@3")),
+    Claim(N05, r"a gap that (\d+) questions cannot", set_size_05(HARD_SET_05)),
+    Claim(N05, r"only ([\d.]+) of those passages", bench("advanced", "setup", "replies in the other language",
+                                                         "hyde other language")),
+    Claim(N05, r"as written it loses \(([+-][\d.]+)\)", advanced_05(HYDE_O_05, WRITTEN_05, "recall@3 diff")),
+    *diff_claims_05(r"same edge, ", GROUPS_05, HARD_SET_05),
+    *diff_claims_05(r"on the vague questions \(", GROUPS_05, HARD_SET_05),
+    Claim(N05, r"below hybrid search \(([\d.]+) against", advanced_05(GROUPS_05, TRANSLATED_05, "recall@3")),
+    Claim(N05, r"below hybrid search \([\d.]+ against ([\d.]+),", advanced_05(BASE_05, TRANSLATED_05, "recall@3")),
+    *diff_claims_05(r"below hybrid search \([\d.]+ against [\d.]+, ", GROUPS_05, TRANSLATED_05),
+    Claim(N05, r"on the (\d+) questions multi-path", set_size_05(CROSS_05)),
+    *diff_claims_05(r"noise of the baseline \(", MULTI_PATH_05, CROSS_05),
+    Claim(N05, r"interval of \[([\d.]+), [\d.]+\] on the", advanced_05(BASE_05, CROSS_05, "recall@3 95% CI", 0)),
+    Claim(N05, r"interval of \[[\d.]+, ([\d.]+)\] on the", advanced_05(BASE_05, CROSS_05, "recall@3 95% CI", 1)),
+    Claim(N05, r"\] on the (\d+) questions\s+and \[", set_size_05(CROSS_05)),
+    Claim(N05, r"and \[([\d.]+), [\d.]+\] on the \d+ hard", advanced_05(BASE_05, HARD_SET_05, "recall@3 95% CI", 0)),
+    Claim(N05, r"and \[[\d.]+, ([\d.]+)\] on the \d+ hard", advanced_05(BASE_05, HARD_SET_05, "recall@3 95% CI", 1)),
+    Claim(N05, r"\] on the (\d+) hard ones\. A paired", set_size_05(HARD_SET_05)),
+    Claim(N05, r"half-width of about ([\d.]+) on", half_width_05(TRANSLATION_05, CROSS_05), tol=0.05),
+    Claim(N05, r"about [\d.]+ on (\d+) questions and", set_size_05(CROSS_05)),
+    Claim(N05, r"questions and ([\d.]+) on \d+: smaller", half_width_05(TRANSLATION_05, HARD_SET_05)),
+    Claim(N05, r"and [\d.]+ on (\d+): smaller", set_size_05(HARD_SET_05)),
+    Claim(N05, r"on (\d+) cross-lingual questions recall@3 rose", set_size_05(CROSS_05)),
+    Claim(N05, r"recall@3 rose from ([\d.]+) to", advanced_05(BASE_05, CROSS_05, "recall@3")),
+    Claim(N05, r"recall@3 rose from [\d.]+ to ([\d.]+)", advanced_05(UNION_05, CROSS_05, "recall@3")),
+    Claim(N05, r"rose from [\d.]+ to [\d.]+ \(([+-][\d.]+), 95% CI", advanced_05(UNION_05, CROSS_05, "recall@3 diff")),
+    Claim(N05, r"rose from [\d.]+ to [\d.]+ \([+-][\d.]+, 95% CI \[([+-][\d.]+),",
+          advanced_05(UNION_05, CROSS_05, "recall@3 diff 95% CI", 0)),
+    Claim(N05, r"rose from [\d.]+ to [\d.]+ \([+-][\d.]+, 95% CI \[[+-][\d.]+, ([+-][\d.]+)\]\)",
+          advanced_05(UNION_05, CROSS_05, "recall@3 diff 95% CI", 1)),
+    Claim(N05, r"on (\d+) questions these are differences", set_size_05(HARD_SET_05)),
 ]
 
 # Prose that must not appear: files outside the repo, or how the course was made.
