@@ -27,7 +27,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pymilvus import MilvusClient
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.advanced import (
     LANGUAGES, expand_query, hypothetical_passage, multi_path_search, rrf_merge, search_by_vector, translate_query,

@@ -29,7 +29,7 @@ from langchain_community.retrievers import BM25Retriever
 from langchain_core.documents import Document
 from langchain_core.stores import InMemoryStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
 from rag_lib.bench import format_table, percentile, write_results

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 from rank_bm25 import BM25Okapi
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.bench import format_table, percentile, write_results
 from rag_lib.cmrc import Dataset, load_cmrc
