@@ -46,8 +46,11 @@ SEARCH_PARAMS = [DENSE_SEARCH_PARAMS, SPARSE_SEARCH_PARAMS]
 HYBRID_SEARCH_KWARGS = {"ranker_type": "rrf", "ranker_params": {"k": 60}, "fetch_k": 20}
 
 
-def hybrid_store(embeddings: Embeddings, uri: str, collection: str = "lc_docs", drop_old: bool = False) -> Milvus:
-    """A langchain-milvus store with a dense field (`embeddings`) and a BM25 field (jieba analyzer), Lite-safe."""
+def hybrid_store(
+    embeddings: Embeddings, uri: str, collection: str = "lc_docs", drop_old: bool = False, auto_id: bool = False
+) -> Milvus:
+    """A langchain-milvus store with a dense field (`embeddings`) and a BM25 field (jieba analyzer), Lite-safe.
+    auto_id=True lets Milvus number rows added without ids (ParentDocumentRetriever adds its children so)."""
     bm25 = BM25BuiltInFunction(
         input_field_names="text", output_field_names="sparse", analyzer_params=ANALYZER_PARAMS, function_name="text_bm25"
     )
@@ -61,6 +64,7 @@ def hybrid_store(embeddings: Embeddings, uri: str, collection: str = "lc_docs", 
         search_params=SEARCH_PARAMS,
         enable_dynamic_field=True,  # Document.metadata keys become fields
         drop_old=drop_old,
+        auto_id=auto_id,
     )
 
 

@@ -148,7 +148,7 @@ def parent_setup(client, data: Dataset, embeddings, uri: str) -> tuple[ParentDoc
         chunk_size=120, chunk_overlap=20, separators=SEPARATORS, keep_separator="end"
     )
     langchain = ParentDocumentRetriever(
-        vectorstore=hybrid_store(embeddings, uri, "lc_children", drop_old=True), docstore=InMemoryStore(),
+        vectorstore=hybrid_store(embeddings, uri, "lc_children", drop_old=True, auto_id=True), docstore=InMemoryStore(),
         child_splitter=splitter, search_kwargs={"k": CANDIDATES, **HYBRID_SEARCH_KWARGS},
     )
     parents = [Document(text, metadata={"source": context_id}) for context_id, text in data.contexts.items()]
