@@ -275,6 +275,7 @@ CMRC_M16_EF40 = setting("index", "HNSW", "recall@10", cmrc=True, M=16, ef=40)
 N00, N01, N03, N06, N07, N12, N13 = ("00_quickstart", "01_milvus_setup", "03_hnsw_index_params",
                                      "06_streaming_modes", "07_subgraphs_and_send", "12_evaluation",
                                      "13_app_router_ui")
+N08, N09, N10, N11 = "08_memory_context_hitl", "09_crag_web_search", "10_agentic_rag", "11_rag_with_judge"
 HUNDRED_K = "index_100k"
 OFF_TOPIC_00 = output(N00, 9, r"off-topic:\s+(\d+)")
 QUESTIONS_00 = derived(f"{N00} cell 9 output, answerable + off-topic",
@@ -465,7 +466,7 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"characters: ([\d.]+) s and", bench("quickstart", "questions", 0, "ttft_s")),
     Claim(N00, r"s and ([\d.]+) s in the table above", bench("quickstart", "questions", 1, "ttft_s")),
     Claim(N00, r"Generation then ran at ([\d.]+) tokens/s", bench("quickstart", "questions", 0, "tokens_per_s")),
-    Claim(N00, r"the second rate, ([\d.]+),", bench("quickstart", "questions", 1, "tokens_per_s")),
+    Claim(N00, r"first question and ([\d.]+) on the second", bench("quickstart", "questions", 1, "tokens_per_s")),
     # ---- 01 Milvus setup
     Claim(N01, r"about (\d+) s of cells in the committed run", cell_seconds(N01), rel=0.5),
     Claim(N01, r"FLAT search ([\d.]+) s for one query", derived(
@@ -738,6 +739,8 @@ CLAIMS: list[Claim] = [
                                                                 lambda: len(web_questions()))),
     # ---- 12 the app
     Claim(N13, r"about (\d+) s of cells in the committed run", cell_seconds(N13), rel=0.5),
+    *(Claim(name, r"about (\d+) s of cells in the committed run", cell_seconds(name), rel=0.5)
+      for name in (N08, N09, N10, N11)),
     Claim(N13, r"about (\d+) minutes \(about", minutes(N13), rel=0.5),
     Claim(N13, r"The router sends (\d+) of them", derived(
         f"{N13} cell 4 output, rows of the examples table",
