@@ -28,6 +28,7 @@ from rag_lib.chunking import recursive_split as split_text
 from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes, read_text
 from rag_lib.store import (
     DEFAULT_COLLECTION, PROJECT_ROOT, SOURCE_MAX_LENGTH, count_rows, ensure_collection_for, field_filter, make_row,
+    seal,
 )
 
 # split_text (the default chunker), read_text and LoadError are re-exported: demo, bench and notebooks import them here.
@@ -232,6 +233,8 @@ def index_directory(
         if source.startswith(prefix) and source not in present:
             client.delete(collection, filter=field_filter("source", source))
             report.removed.append(source)
+    if report.indexed or report.removed:
+        seal(client, collection)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -25,7 +25,7 @@ from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
-from rag_lib.store import connect, ensure_collection, make_row
+from rag_lib.store import connect, ensure_collection, make_row, seal
 from rag_lib.text import tokenize
 
 CANDIDATES = 15  # chunks fetched per question, mapped to at most 5 distinct contexts
@@ -49,12 +49,13 @@ def chunk_contexts(data: Dataset, size: int, overlap: int) -> list[dict]:
 
 
 def load_collection(client, name: str, rows: list[dict], embeddings) -> np.ndarray:
-    """Embed (disk-cached) and insert rows into a fresh collection; return the vectors for the peer baseline."""
+    """Embed (disk-cached), insert rows into a fresh collection and flush them (one segment); return the vectors for the peer baseline."""
     vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]), dtype=np.float32)
     client.drop_collection(name)
     ensure_collection(client, vectors.shape[1], name)
     for start in range(0, len(rows), 512):
         client.insert(name, [{**r, "dense": v.tolist()} for r, v in zip(rows[start : start + 512], vectors[start : start + 512])])
+    seal(client, name)
     client.load_collection(name)
     return vectors
 

@@ -1,0 +1,228 @@
+"""Where Milvus Lite spends a query's time, and how its BM25 statistics depend on segments.
+
+1. segments (CMRC 2018, 1,002 questions): the same chunks and vectors loaded three ways: left unflushed, flushed
+   once (one segment), and flushed every SMALL_FLUSH rows (many small segments, as when files arrive one by one).
+   BM25, dense and hybrid RRF: R@1 and MRR@5 on every question, the paired R@1 difference to "flushed once" with a
+   bootstrap 95% interval, and p50/p95 with one question per call on a seeded sample (all loads interleaved).
+2. scale: a collection of each size in --sizes, grown with real-looking text (the sentences of CMRC contexts
+   shuffled into new 300-character chunks) and flushed once. Dense, BM25, hybrid RRF and the client-side weighted
+   fusion are timed one question per call and BATCH per call, beside rank_bm25 and numpy brute force over the same
+   rows in the same run. Document vectors at scale are random unit vectors: search time does not depend on their
+   values, and quality is measured in part 1.
+3. profile: the Milvus Lite functions one hybrid query spends its time in at the largest size (sampled).
+
+Query vectors are the embedding model's, computed before any timing: the times are of the search alone."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import threading
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from tqdm import tqdm
+
+from rag_lib.bench import format_table, percentile, write_results
+from rag_lib.bench.components import RESAMPLES, score, summary
+from rag_lib.bench.fusion import precomputed
+from rag_lib.bench.retrieval import BATCH, CANDIDATES, Search, chunk_contexts, milvus_batch, milvus_search, peer_bm25
+from rag_lib.cmrc import load_cmrc
+from rag_lib.evaluation import paired_difference
+from rag_lib.models import cap_query, embed_queries, get_embeddings
+from rag_lib.retriever import Retriever
+from rag_lib.store import connect, ensure_collection, make_row, seal
+from rag_lib.text import split_sentences
+
+SMALL_FLUSH = 64  # rows per flush in the "many segments" load
+TIMED = 200  # questions timed one per call (a seeded sample)
+INSERT_BATCH = 512
+ROUTES = {"BM25": {"search_type": "sparse"}, "dense": {"search_type": "dense"}, "hybrid RRF": {}}
+SCALE_ROUTES = ROUTES | {"hybrid weighted, client-side min-max": {"ranker": "weighted", "weights": (0.6, 0.4)}}
+ONE_FLUSH = "flushed once"
+
+
+class KnownQueries(Embeddings):
+    """The embedding model's vectors for a fixed set of questions, computed once up front and looked up by text."""
+
+    def __init__(self, embeddings: Embeddings, questions: list[str]) -> None:
+        self.vectors = dict(zip(map(cap_query, questions), embed_queries(embeddings, questions)))
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.vectors[cap_query(text)]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError("query vectors only: documents are embedded before they are loaded")
+
+
+def load(client, name: str, rows: list[dict], vectors: np.ndarray, flush_every: int | None) -> float:
+    """Insert rows into a fresh collection; flush every `flush_every` rows and at the end (None: never). Seconds."""
+    start = time.perf_counter()
+    client.drop_collection(name)
+    ensure_collection(client, vectors.shape[1], name)
+    step = flush_every or INSERT_BATCH
+    for at in range(0, len(rows), step):
+        client.insert(name, [{**r, "dense": v.tolist()} for r, v in zip(rows[at : at + step], vectors[at : at + step])])
+        if flush_every:
+            seal(client, name)
+    client.load_collection(name)
+    return time.perf_counter() - start
+
+
+def grown_rows(contexts: list[str], size: int, seed: int = 0) -> list[dict]:
+    """`size` chunks of real-looking Chinese text: a random context's sentences shuffled, cut to 300 characters."""
+    rng = random.Random(seed)
+    sentences = [split_sentences(c) for c in contexts]
+    rows = []
+    for i in range(size):
+        picked = rng.choice(sentences)[:]
+        rng.shuffle(picked)
+        rows.append(make_row(f"grown/{i}", "".join(picked)[:300], parent_id=f"grown/{i}", language="zh"))
+    return rows
+
+
+def numpy_dense(vectors: np.ndarray, queries: KnownQueries) -> Search:
+    """Brute-force inner product over the same vectors (the in-process peer)."""
+    return lambda q: [(str(i), "") for i in np.argsort(-(vectors @ np.asarray(queries.embed_query(q))))[:CANDIDATES]]
+
+
+def time_calls(pipelines: dict[str, Search], questions: list[str], desc: str) -> dict[str, list[float]]:
+    """Milliseconds per call for every pipeline, interleaved question by question."""
+    ms: dict[str, list[float]] = {name: [] for name in pipelines}
+    for q in tqdm(questions, desc=desc):
+        for name, search in pipelines.items():
+            start = time.perf_counter()
+            search(q)
+            ms[name].append((time.perf_counter() - start) * 1000)
+    return ms
+
+
+def segments(client, data, embeddings, questions: list, timed: list[str]) -> dict:
+    """Part 1: one set of chunks, three loads; quality on every question, latency on the timed sample."""
+    rows = chunk_contexts(data, 300, 50)
+    vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]), dtype=np.float32)
+    queries = KnownQueries(embeddings, sorted({q.text for q in questions if q.text}))
+    loads = {"unflushed": None, ONE_FLUSH: len(rows), f"flushed every {SMALL_FLUSH} rows": SMALL_FLUSH}
+    retrievers = {}
+    for i, (load_name, every) in enumerate(loads.items()):
+        load(client, f"load{i}", rows, vectors, every)
+        for route, kwargs in ROUTES.items():
+            retrievers[f"{route}, {load_name}"] = Retriever(
+                client=client, embeddings=queries, collection=f"load{i}", k=CANDIDATES, **kwargs)
+    texts = sorted(queries.vectors)
+    pipelines = {"BM25, rank_bm25 (in-process)": peer_bm25(rows)}
+    pipelines |= {name: precomputed(milvus_batch(r), texts) for name, r in retrievers.items()}
+    runs = score(pipelines, questions, f"{len(pipelines)} pipelines per question")
+    ms = time_calls({name: milvus_search(r) for name, r in retrievers.items()}, timed, "one question per call")
+    table = []
+    for name, run in runs.items():
+        row = {k: v for k, v in summary(name, run).items() if k != "p50 ms"}
+        route = name.split(",")[0]
+        base = runs.get(f"{route}, {ONE_FLUSH}")
+        if base is not None and name != f"{route}, {ONE_FLUSH}":
+            diff, low, high = paired_difference(run["R@1"], base["R@1"], resamples=RESAMPLES)
+            row |= {f"R@1 - {ONE_FLUSH}": diff, "95% CI": [low, high]}
+        if name in ms:
+            row |= {"p50 ms": percentile(ms[name], 50), "p95 ms": percentile(ms[name], 95)}
+        table.append(row)
+    return {"chunks": len(rows), "rows per flush": loads, "pipelines": table}
+
+
+def scale(client, data, embeddings, timed: list[str], size: int) -> tuple[dict, Retriever]:
+    """Part 2 at one size: load, then every route one question per call and batched, peers beside."""
+    rows = grown_rows(list(data.contexts.values()), size)
+    dim = len(embeddings.embed_query("dimension probe"))
+    vectors = np.random.default_rng(size).standard_normal((size, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    seconds = load(client, "grown", rows, vectors, len(rows))
+    queries = KnownQueries(embeddings, timed)
+    retrievers = {name: Retriever(client=client, embeddings=queries, collection="grown", k=CANDIDATES, **kwargs)
+                  for name, kwargs in SCALE_ROUTES.items()}
+    started = time.perf_counter()
+    peers = {"BM25, rank_bm25 (in-process)": peer_bm25(rows)}
+    bm25_build = time.perf_counter() - started
+    peers["dense, numpy brute force"] = numpy_dense(vectors, queries)
+    calls = {**{name: milvus_search(r) for name, r in retrievers.items()}, **peers}
+    for search in calls.values():  # first call: caches and lazily built indexes are not part of the timing
+        search(timed[0])
+    ms = time_calls(calls, timed, f"{size} chunks, one question per call")
+    batched = {}
+    for name, r in retrievers.items():
+        started = time.perf_counter()
+        for at in range(0, len(timed), BATCH):
+            r.search_many(timed[at : at + BATCH])
+        batched[name] = 1000 * (time.perf_counter() - started) / len(timed)
+    table = [{"pipeline": name, "p50 ms": percentile(v, 50), "p95 ms": percentile(v, 95),
+              f"batched ms/q ({BATCH} per call)": batched.get(name)} for name, v in ms.items()]
+    result = {"chunks": size, "insert + flush + load s": seconds, "rank_bm25 build s": bm25_build, "pipelines": table}
+    return result, retrievers["hybrid RRF"]
+
+
+def profile(retriever: Retriever, questions: list[str], top: int = 10) -> list[dict]:
+    """Part 3: where Lite's server threads are while `questions` hybrid queries run. Lite serves from threads of
+    this process, so a sampler thread reads every thread's stack each millisecond (`sys._current_frames`) and
+    counts the innermost Milvus Lite function; the share of samples becomes milliseconds per query."""
+    counts: Counter[str] = Counter()
+    done = threading.Event()
+
+    def sample() -> None:
+        me = threading.get_ident()
+        while not done.is_set():
+            for thread, frame in sys._current_frames().items():
+                while frame is not None and thread != me and "milvus_lite" not in frame.f_code.co_filename:
+                    frame = frame.f_back
+                if frame is not None and thread != me:
+                    code = frame.f_code
+                    counts[f"{Path(code.co_filename).parent.name}/{Path(code.co_filename).name} {code.co_name}"] += 1
+            time.sleep(0.001)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    started = time.perf_counter()
+    sampler.start()
+    for q in questions:
+        retriever.invoke(q)
+    done.set()
+    sampler.join()
+    per_query = 1000 * (time.perf_counter() - started) / len(questions)
+    total = sum(counts.values()) or 1
+    return [{"Milvus Lite function": name, "share of samples": n / total, "ms per query": per_query * n / total}
+            for name, n in counts.most_common(top)]
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench lite", description=__doc__)
+    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: data/cmrc2018)")
+    parser.add_argument("--n", type=int, default=0, help="questions for the quality part (0 = all); a seeded sample")
+    parser.add_argument("--sizes", default="1000,10000", help="corpus sizes of the scale part, e.g. 1000,10000,100000")
+    parser.add_argument("--out", default="lite", help="results name under bench_results/")
+    args = parser.parse_args(argv)
+
+    data = load_cmrc(args.cmrc)
+    questions = data.questions if not args.n else random.Random(0).sample(data.questions, args.n)
+    asked = [q.text for q in questions if q.text]
+    timed = random.Random(1).sample(asked, min(TIMED, len(asked)))
+    embeddings = get_embeddings()
+    client = connect(uri=str(Path(tempfile.mkdtemp()) / "lite.db"))
+    parts = {"segments": segments(client, data, embeddings, questions, timed)}
+    print(format_table([{k: v for k, v in r.items() if k != "95% CI"} for r in parts["segments"]["pipelines"]]))
+    parts["scale"] = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        result, hybrid = scale(client, data, embeddings, timed, size)
+        parts["scale"].append(result)
+        print(f"\n{size} chunks: loaded in {result['insert + flush + load s']:.1f} s")
+        print(format_table(result["pipelines"]))
+    parts["profile"] = profile(hybrid, timed[:20])
+    print(f"\nwhere one hybrid query spends its time at {size} chunks:\n" + format_table(parts["profile"]))
+    client.close()
+    setup = {"questions": len(questions), "timed questions": len(timed), "candidates": CANDIDATES, "batch": BATCH,
+             "small flush": SMALL_FLUSH, "bootstrap resamples": RESAMPLES, "dataset": "CMRC 2018 trial (CC BY-SA 4.0)"}
+    print("\nwrote", write_results(args.out, {"setup": setup, **parts}))
+
+
+if __name__ == "__main__":
+    main([])
