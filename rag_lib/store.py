@@ -159,12 +159,14 @@ def opened(name: str = "rag", uri: str | None = None) -> Iterator[MilvusClient]:
         close(client)
 
 
-def build_schema(dim: int) -> CollectionSchema:
-    """Fields: content-hash id, analysed text, dense vector, BM25 sparse vector, metadata (+ dynamic extras)."""
+def build_schema(dim: int, analyzer_params: dict[str, Any] | None = None) -> CollectionSchema:
+    """Fields: content-hash id, analysed text, dense vector, BM25 sparse vector, metadata (+ dynamic extras).
+    `analyzer_params` replace the course's jieba analyzer (ANALYZER_PARAMS) for the BM25 text field."""
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
     schema.add_field(
-        "text", DataType.VARCHAR, max_length=TEXT_MAX_LENGTH, enable_analyzer=True, analyzer_params=ANALYZER_PARAMS
+        "text", DataType.VARCHAR, max_length=TEXT_MAX_LENGTH, enable_analyzer=True,
+        analyzer_params=analyzer_params or ANALYZER_PARAMS,
     )
     schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
     schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)

@@ -322,3 +322,17 @@ def test_links_out_of_the_folder_are_reported_not_indexed(milvus, embeddings, co
     assert "outside file" not in texts and "root:" not in texts
     again = index_directory(milvus, corpus, embeddings, progress=False)
     assert again.indexed == [] and again.removed == [] and again.errors == report.errors
+
+
+def test_a_run_that_writes_flushes_once_and_an_unchanged_run_not_at_all(milvus, embeddings, corpus, monkeypatch):
+    """One flush after the whole load (one Lite segment, one set of BM25 statistics); none when nothing changed."""
+    flushed: list[str] = []
+    flush = milvus.flush
+    monkeypatch.setattr(milvus, "flush", lambda name, **kw: (flushed.append(name), flush(name, **kw))[1])
+    index_directory(milvus, corpus, embeddings, progress=False)
+    assert flushed == [DEFAULT_COLLECTION]
+    index_directory(milvus, corpus, embeddings, progress=False)
+    assert flushed == [DEFAULT_COLLECTION]
+    (corpus / "langgraph.txt").unlink()
+    index_directory(milvus, corpus, embeddings, progress=False)
+    assert flushed == [DEFAULT_COLLECTION] * 2

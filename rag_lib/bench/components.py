@@ -8,13 +8,10 @@ on their chunks too. The LLM pairs (multi-query, HyDE) run on a seeded slice: ev
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from langchain_classic.chains import HypotheticalDocumentEmbedder
@@ -33,15 +30,17 @@ from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows 
 
 from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
 from rag_lib.bench import format_table, percentile, write_results
-from rag_lib.bench.retrieval import CANDIDATES, Search, chunk_contexts, load_collection, to_contexts
+from rag_lib.bench.retrieval import (
+    CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_collection, to_contexts,
+)
 from rag_lib.chunking import SEPARATORS, recursive_split
-from rag_lib.cmrc import Dataset, load_cmrc
+from rag_lib.cmrc import Dataset
 from rag_lib.evaluation import paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
-from rag_lib.models import E5_MIN_SIMILARITY, get_chat_model, get_embeddings
+from rag_lib.models import E5_MIN_SIMILARITY, get_chat_model
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
-from rag_lib.store import connect, make_row
+from rag_lib.store import make_row
 from rag_lib.text import tokenize
 
 LLM_QUESTIONS = 30  # questions in the LLM slice (multi-query, HyDE)
@@ -191,20 +190,11 @@ def pair_table(results: dict, jobs: list[str]) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench components", description=__doc__)
-    parser.add_argument(
-        "--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: data/cmrc2018 or $CMRC_PATH)"
-    )
-    parser.add_argument("--n", type=int, default=0, help="questions for the non-LLM pairs (0 = all); a seeded sample")
+    parser = cmrc_parser("components", __doc__)
     parser.add_argument("--llm-n", type=int, default=LLM_QUESTIONS, help="questions for the LLM pairs (0 = skip them)")
-    parser.add_argument("--out", default="components", help="results name under bench_results/")
     args = parser.parse_args(argv)
-
-    data = load_cmrc(args.cmrc)
-    questions = data.questions if not args.n else random.Random(0).sample(data.questions, args.n)
-    embeddings = get_embeddings()
-    folder = Path(tempfile.mkdtemp())
-    client = connect(uri=str(folder / "cmrc.db"))
+    run = cmrc_run(args)  # --n: questions for the non-LLM pairs
+    data, questions, embeddings, client, folder = run.data, run.questions, run.embeddings, run.client, run.folder
     lc_split = RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=50).split_text  # LangChain's defaults
     splitters = [splitter_stats(data, "RecursiveCharacterTextSplitter(300, 50), default separators", lc_split),
                  splitter_stats(data, "rag_lib.chunking.recursive_split(300, 50)", recursive_split)]

@@ -11,12 +11,8 @@ bootstrap 95% interval over questions. Quality only: Milvus answers BATCH questi
 
 from __future__ import annotations
 
-import argparse
 import math
-import random
-import tempfile
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 
@@ -28,15 +24,14 @@ from rag_lib.bench.retrieval import (
     BatchSearch,
     Search,
     chunk_contexts,
+    cmrc_parser,
+    cmrc_run,
     load_collection,
     milvus_batch,
     peer_bm25,
 )
-from rag_lib.cmrc import load_cmrc
 from rag_lib.evaluation import paired_difference
-from rag_lib.models import get_embeddings
 from rag_lib.retriever import Retriever
-from rag_lib.store import connect
 from rag_lib.text import tokenize
 
 RRF_KS = (1, 5, 20, 60, 200, 1000)
@@ -82,16 +77,9 @@ def precomputed(batch: BatchSearch, texts: list[str]) -> Search:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench fusion", description=__doc__)
-    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: data/cmrc2018)")
-    parser.add_argument("--n", type=int, default=0, help="questions to run (0 = all); a seeded sample")
-    parser.add_argument("--out", default="fusion", help="results name under bench_results/")
-    args = parser.parse_args(argv)
-
-    data = load_cmrc(args.cmrc)
-    questions = data.questions if not args.n else random.Random(0).sample(data.questions, args.n)
-    embeddings = get_embeddings()
-    client = connect(uri=str(Path(tempfile.mkdtemp()) / "cmrc.db"))
+    args = cmrc_parser("fusion", __doc__).parse_args(argv)
+    run = cmrc_run(args)
+    data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
     chunks = chunk_contexts(data, 300, 50)
     load_collection(client, "cmrc_chunks", chunks, embeddings)
 

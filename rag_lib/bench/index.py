@@ -188,7 +188,8 @@ class Sweep:
         cpu = time.process_time()
         for i in range(repeats):
             ids, calls = search_ids(self.client, self.name, queries, K, search, batch_size=batch)
-            found = ids if i == 0 else found
+            if i == 0:
+                found = ids
             per_query += [sec / n for sec, n in zip(calls, sizes)]
         return found, per_query, (time.process_time() - cpu) / (repeats * len(queries))
 

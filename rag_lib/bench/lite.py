@@ -1,7 +1,8 @@
 """Where Milvus Lite spends a query's time, and how its BM25 statistics depend on segments.
 
 1. segments (CMRC 2018, 1,002 questions): the same chunks and vectors loaded three ways: left unflushed, flushed
-   once (one segment), and flushed every SMALL_FLUSH rows (many small segments, as when files arrive one by one).
+   once (one segment), and flushed every SMALL_FLUSH rows (many small segments, as when files arrive one by one);
+   BM25 also with a stop filter (STOP_ANALYZER) on one flush.
    BM25, dense and hybrid RRF: R@1 and MRR@5 on every question, the paired R@1 difference to "flushed once" with a
    bootstrap 95% interval, and p50/p95 with one question per call on a seeded sample (all loads interleaved).
 2. scale: a collection of each size in --sizes, grown with real-looking text (the sentences of CMRC contexts
@@ -15,11 +16,9 @@ Query vectors are the embedding model's, computed before any timing: the times a
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import threading
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -31,13 +30,14 @@ from tqdm import tqdm
 from rag_lib.bench import format_table, percentile, write_results
 from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.fusion import precomputed
-from rag_lib.bench.retrieval import BATCH, CANDIDATES, Search, chunk_contexts, milvus_batch, milvus_search, peer_bm25
-from rag_lib.cmrc import load_cmrc
+from rag_lib.bench.retrieval import (
+    BATCH, CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, milvus_batch, milvus_search, peer_bm25,
+)
 from rag_lib.evaluation import paired_difference
-from rag_lib.models import cap_query, embed_queries, get_embeddings
+from rag_lib.models import cap_query, embed_queries
 from rag_lib.retriever import Retriever
-from rag_lib.store import connect, ensure_collection, make_row, seal
-from rag_lib.text import split_sentences
+from rag_lib.store import build_index_params, build_schema, ensure_collection, make_row, seal
+from rag_lib.text import STOPWORDS, split_sentences
 
 SMALL_FLUSH = 64  # rows per flush in the "many segments" load
 TIMED = 200  # questions timed one per call (a seeded sample)
@@ -45,6 +45,12 @@ INSERT_BATCH = 512
 ROUTES = {"BM25": {"search_type": "sparse"}, "dense": {"search_type": "dense"}, "hybrid RRF": {}}
 SCALE_ROUTES = ROUTES | {"hybrid weighted, client-side min-max": {"ranker": "weighted", "weights": (0.6, 0.4)}}
 ONE_FLUSH = "flushed once"
+# The course analyzer plus Milvus's `stop` filter: the words rank_bm25's tokenizer drops (STOPWORDS) and punctuation,
+# which jieba returns as tokens and the course analyzer keeps.
+PUNCTUATION = list("，。！？、；：“”‘’（）《》【】…·,.!?;:()[]\"'") + ["——", "……"]
+STOP_ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS) + PUNCTUATION}]}
+STOPPED = "BM25, flushed once, stop filter"
+MIN_PROFILE_S = 2.0  # the sampler runs at least this long
 
 
 class KnownQueries(Embeddings):
@@ -60,15 +66,22 @@ class KnownQueries(Embeddings):
         raise NotImplementedError("query vectors only: documents are embedded before they are loaded")
 
 
-def load(client, name: str, rows: list[dict], vectors: np.ndarray, flush_every: int | None) -> float:
-    """Insert rows into a fresh collection; flush every `flush_every` rows and at the end (None: never). Seconds."""
+def load(
+    client, name: str, rows: list[dict], vectors: np.ndarray, flush_every: int | None, analyzer: dict | None = None,
+) -> float:
+    """Insert rows into a fresh collection (the course schema, with `analyzer` for its BM25 field if given),
+    INSERT_BATCH per call; flush every `flush_every` rows and at the end (None: never). Seconds, load included."""
     start = time.perf_counter()
     client.drop_collection(name)
-    ensure_collection(client, vectors.shape[1], name)
-    step = flush_every or INSERT_BATCH
+    if analyzer:
+        client.create_collection(name, schema=build_schema(vectors.shape[1], analyzer),
+                                 index_params=build_index_params(client))
+    else:
+        ensure_collection(client, vectors.shape[1], name)
+    step = min(INSERT_BATCH, flush_every or INSERT_BATCH)
     for at in range(0, len(rows), step):
         client.insert(name, [{**r, "dense": v.tolist()} for r, v in zip(rows[at : at + step], vectors[at : at + step])])
-        if flush_every:
+        if flush_every and ((at + step) % flush_every < step or at + step >= len(rows)):
             seal(client, name)
     client.load_collection(name)
     return time.perf_counter() - start
@@ -88,7 +101,12 @@ def grown_rows(contexts: list[str], size: int, seed: int = 0) -> list[dict]:
 
 def numpy_dense(vectors: np.ndarray, queries: KnownQueries) -> Search:
     """Brute-force inner product over the same vectors (the in-process peer)."""
-    return lambda q: [(str(i), "") for i in np.argsort(-(vectors @ np.asarray(queries.embed_query(q))))[:CANDIDATES]]
+    def search(q: str) -> list[tuple[str, str]]:
+        scores = vectors @ np.asarray(queries.embed_query(q), dtype=vectors.dtype)
+        top = np.argpartition(-scores, CANDIDATES)[:CANDIDATES]
+        return [(str(i), "") for i in top[np.argsort(-scores[top])]]
+
+    return search
 
 
 def time_calls(pipelines: dict[str, Search], questions: list[str], desc: str) -> dict[str, list[float]]:
@@ -103,7 +121,8 @@ def time_calls(pipelines: dict[str, Search], questions: list[str], desc: str) ->
 
 
 def segments(client, data, embeddings, questions: list, timed: list[str]) -> dict:
-    """Part 1: one set of chunks, three loads; quality on every question, latency on the timed sample."""
+    """Part 1: one set of chunks, three loads (and BM25 with a stop filter); quality on every question, latency
+    on the timed sample."""
     rows = chunk_contexts(data, 300, 50)
     vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]), dtype=np.float32)
     queries = KnownQueries(embeddings, sorted({q.text for q in questions if q.text}))
@@ -114,16 +133,19 @@ def segments(client, data, embeddings, questions: list, timed: list[str]) -> dic
         for route, kwargs in ROUTES.items():
             retrievers[f"{route}, {load_name}"] = Retriever(
                 client=client, embeddings=queries, collection=f"load{i}", k=CANDIDATES, **kwargs)
+    load(client, "load_stop", rows, vectors, len(rows), STOP_ANALYZER)
+    retrievers[STOPPED] = Retriever(client=client, embeddings=queries, collection="load_stop", k=CANDIDATES,
+                                    search_type="sparse")
     texts = sorted(queries.vectors)
-    pipelines = {"BM25, rank_bm25 (in-process)": peer_bm25(rows)}
-    pipelines |= {name: precomputed(milvus_batch(r), texts) for name, r in retrievers.items()}
+    pipelines = {name: precomputed(milvus_batch(r), texts) for name, r in retrievers.items()}
+    pipelines["BM25, rank_bm25 (in-process)"] = peer_bm25(rows)
     runs = score(pipelines, questions, f"{len(pipelines)} pipelines per question")
     ms = time_calls({name: milvus_search(r) for name, r in retrievers.items()}, timed, "one question per call")
     table = []
     for name, run in runs.items():
         row = {k: v for k, v in summary(name, run).items() if k != "p50 ms"}
         route = name.split(",")[0]
-        base = runs.get(f"{route}, {ONE_FLUSH}")
+        base = runs.get(f"{route}, {ONE_FLUSH}")  # the stop filter and rank_bm25 are compared with BM25 too
         if base is not None and name != f"{route}, {ONE_FLUSH}":
             diff, low, high = paired_difference(run["R@1"], base["R@1"], resamples=RESAMPLES)
             row |= {f"R@1 - {ONE_FLUSH}": diff, "95% CI": [low, high]}
@@ -164,9 +186,10 @@ def scale(client, data, embeddings, timed: list[str], size: int) -> tuple[dict, 
 
 
 def profile(retriever: Retriever, questions: list[str], top: int = 10) -> list[dict]:
-    """Part 3: where Lite's server threads are while `questions` hybrid queries run. Lite serves from threads of
-    this process, so a sampler thread reads every thread's stack each millisecond (`sys._current_frames`) and
-    counts the innermost Milvus Lite function; the share of samples becomes milliseconds per query."""
+    """Part 3: where Lite's server threads are while hybrid queries run (`questions`, repeated for at least
+    MIN_PROFILE_S). Lite serves from threads of this process, so a sampler thread reads every thread's stack each
+    millisecond (`sys._current_frames`) and counts the innermost Milvus Lite function; the share of samples becomes
+    milliseconds per query."""
     counts: Counter[str] = Counter()
     done = threading.Event()
 
@@ -182,32 +205,27 @@ def profile(retriever: Retriever, questions: list[str], top: int = 10) -> list[d
             time.sleep(0.001)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    started = time.perf_counter()
+    started, asked = time.perf_counter(), 0
     sampler.start()
-    for q in questions:
-        retriever.invoke(q)
+    while asked < len(questions) or time.perf_counter() - started < MIN_PROFILE_S:  # enough samples when fast
+        retriever.invoke(questions[asked % len(questions)])
+        asked += 1
     done.set()
     sampler.join()
-    per_query = 1000 * (time.perf_counter() - started) / len(questions)
+    per_query = 1000 * (time.perf_counter() - started) / asked
     total = sum(counts.values()) or 1
     return [{"Milvus Lite function": name, "share of samples": n / total, "ms per query": per_query * n / total}
             for name, n in counts.most_common(top)]
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench lite", description=__doc__)
-    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: data/cmrc2018)")
-    parser.add_argument("--n", type=int, default=0, help="questions for the quality part (0 = all); a seeded sample")
+    parser = cmrc_parser("lite", __doc__)
     parser.add_argument("--sizes", default="1000,10000", help="corpus sizes of the scale part, e.g. 1000,10000,100000")
-    parser.add_argument("--out", default="lite", help="results name under bench_results/")
     args = parser.parse_args(argv)
-
-    data = load_cmrc(args.cmrc)
-    questions = data.questions if not args.n else random.Random(0).sample(data.questions, args.n)
+    run = cmrc_run(args)
+    data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
     asked = [q.text for q in questions if q.text]
     timed = random.Random(1).sample(asked, min(TIMED, len(asked)))
-    embeddings = get_embeddings()
-    client = connect(uri=str(Path(tempfile.mkdtemp()) / "lite.db"))
     parts = {"segments": segments(client, data, embeddings, questions, timed)}
     print(format_table([{k: v for k, v in r.items() if k != "95% CI"} for r in parts["segments"]["pipelines"]]))
     parts["scale"] = []

@@ -12,14 +12,17 @@ import random
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
+from pymilvus import MilvusClient
 from rank_bm25 import BM25Okapi
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.bench import format_table, percentile, write_results
-from rag_lib.cmrc import Dataset, load_cmrc
+from rag_lib.cmrc import Dataset, Question, load_cmrc
 from rag_lib.evaluation import contains_any, context_recall, context_relevance, recall_at_k, reciprocal_rank
 from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings
@@ -33,6 +36,34 @@ KS = (1, 3, 5)
 BATCH = 64  # questions per call in the batched latency run
 Search = Callable[[str], list[tuple[str, str]]]  # question -> ranked (context_id, chunk text)
 BatchSearch = Callable[[list[str]], list[list[tuple[str, str]]]]
+
+
+def cmrc_parser(name: str, description: str | None) -> argparse.ArgumentParser:
+    """The options every CMRC benchmark takes: --cmrc, --n (a seeded sample of questions), --out (default: name)."""
+    parser = argparse.ArgumentParser(prog=f"python -m rag_lib.bench {name}", description=description)
+    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: data/cmrc2018 or $CMRC_PATH)")
+    parser.add_argument("--n", type=int, default=0, help="questions to run (0 = all); a seeded sample")
+    parser.add_argument("--out", default=name, help="results name under bench_results/")
+    return parser
+
+
+@dataclass
+class CmrcRun:
+    """What every CMRC benchmark starts from: the data set, its questions, the embeddings, a fresh Lite database."""
+
+    data: Dataset
+    questions: list[Question]
+    embeddings: Embeddings
+    client: MilvusClient
+    folder: Path  # a temporary folder holding the database (and any other the benchmark opens)
+
+
+def cmrc_run(args: argparse.Namespace) -> CmrcRun:
+    """Load the data set named by `args.cmrc`, sample `args.n` questions (seed 0) and open Milvus Lite in a temp folder."""
+    data = load_cmrc(args.cmrc)
+    questions = data.questions if not args.n else random.Random(0).sample(data.questions, args.n)
+    folder = Path(tempfile.mkdtemp())
+    return CmrcRun(data, questions, get_embeddings(), connect(uri=str(folder / "cmrc.db")), folder)
 
 
 def chunk_contexts(data: Dataset, size: int, overlap: int) -> list[dict]:
@@ -162,16 +193,9 @@ def batched_latency(batches: dict[str, BatchSearch], questions: list, size: int 
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench retrieval", description=__doc__)
-    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: data/cmrc2018 or $CMRC_PATH)")
-    parser.add_argument("--n", type=int, default=0, help="questions to run (0 = all); a seeded sample")
-    parser.add_argument("--out", default="retrieval", help="results name under bench_results/")
-    args = parser.parse_args(argv)
-
-    data = load_cmrc(args.cmrc)
-    questions = data.questions if not args.n else random.Random(0).sample(data.questions, args.n)
-    embeddings = get_embeddings()
-    client = connect(uri=str(Path(tempfile.mkdtemp()) / "cmrc.db"))
+    args = cmrc_parser("retrieval", __doc__).parse_args(argv)
+    run = cmrc_run(args)
+    data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
     chunks = chunk_contexts(data, 300, 50)
     children = chunk_contexts(data, 120, 20)
     print(f"{len(data.contexts)} contexts -> {len(chunks)} chunks (300 chars), {len(children)} children (120 chars)")
