@@ -220,7 +220,7 @@ class Retriever(BaseRetriever):
             if value is None:
                 raise RetrieverConfigError(
                     f"no search params for field {field!r} (only 'dense' and 'sparse' have defaults): pass "
-                    f"search_params={{{field!r}: {{'metric_type': 'COSINE', 'params': {{'ef': 64}}}}}} with the "
+                    f"search_params={{{field!r}: {{'metric_type': 'COSINE', 'params': {{'ef': 256}}}}}} with the "
                     "metric and index params of that field's index."
                 )
         return params

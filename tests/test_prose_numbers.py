@@ -195,6 +195,19 @@ def pipeline(name: str, metric: str, scale: float = 1.0) -> Value:
     return bench("retrieval", "pipelines", {"pipeline": name}, metric, scale=scale)
 
 
+DIFF, STOPPED, BATCHED_LITE = "R@1 - flushed once", "BM25, flushed once, stop filter", "batched ms/q (64 per call)"
+
+
+def lite_segment(name: str, metric: str, *index: int) -> Value:
+    """One row of the segments part of bench_results/lite.json (an index picks an interval end)."""
+    return bench("lite", "segments", "pipelines", {"pipeline": name}, metric, *index)
+
+
+def lite_scale(chunks: int, name: str, metric: str, scale: float = 1.0) -> Value:
+    """One route at one corpus size in the scale part of bench_results/lite.json."""
+    return bench("lite", "scale", {"chunks": chunks}, "pipelines", {"pipeline": name}, metric, scale=scale)
+
+
 def setting(file: str, index: str, metric: str, **match: Any) -> Value:
     """One ANN setting's metric in bench_results/<file>.json (random vectors, or the CMRC run with cmrc=True)."""
     section = "cmrc" if file == "index" and match.pop("cmrc", False) else "synthetic"
@@ -583,7 +596,6 @@ CLAIMS: list[Claim] = [
     Claim(N07, r"about (\d+) s of cells in the committed run", cell_seconds(N07), rel=0.5),
     # ---- 11 evaluation: header, setup and references
     Claim(N12, r"about (\d+) s of cells in the\s+committed run", cell_seconds(N12), rel=0.5),
-    Claim(N12, r"about ([\d.]+) minutes on a 2-core", minutes(N12), rel=0.5),
     Claim(N12, r"embeds the (\d+) CMRC\s+chunks", bench("retrieval", "setup", "chunks")),
     Claim(N12, r"embeds the\s+(\d+) chunks first", bench("retrieval", "setup", "chunks")),
     Claim(N12, r"\(about (\d+) s at the", derived(
@@ -843,6 +855,39 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"not the (\d+) vectors", output(N04, 1, r"rows: (\d+)")),
     Claim(N04, r"the default (\d+) when the filter", output(N04, 42, r"\.k -> (\d+)")),
     Claim(N04, r"R@1 ([\d.]+) \(rank_bm25\) over", fusion_row("BM25 (jieba, rank_bm25)", "R@1")),
+    # ---- 04 section 12: Milvus Lite's segments and scale (bench_results/lite.json)
+    Claim(N04, r"1-minute load ([\d.]+) at the end of the run", bench("lite", "meta", "load_average_1min_at_end")),
+    Claim(N04, r"BM25 takes (\d+) ms p50 per question", lite_segment("BM25, unflushed", "p50 ms")),
+    Claim(N04, r"on\s+the (\d+) chunks and hybrid", bench("lite", "segments", "chunks")),
+    Claim(N04, r"hybrid RRF (\d+) ms; after one flush", lite_segment("hybrid RRF, unflushed", "p50 ms")),
+    Claim(N04, r"after one flush, ([\d.]+) and", lite_segment("BM25, flushed once", "p50 ms")),
+    Claim(N04, r"after one flush, [\d.]+ and ([\d.]+) ms", lite_segment("hybrid RRF, flushed once", "p50 ms")),
+    Claim(N04, r"\(R@1 ([.\d]+) and\s+[.\d]+ both ways\)", lite_segment("BM25, unflushed", "R@1")),
+    Claim(N04, r"\(R@1 [.\d]+ and\s+([.\d]+) both ways\)", lite_segment("hybrid RRF, unflushed", "R@1")),
+    Claim(N04, r"Flushed every (\d+) rows, BM25", bench("lite", "setup", "small flush")),
+    Claim(N04, r"R@1 falls from ([.\d]+) to", lite_segment("BM25, flushed once", "R@1")),
+    Claim(N04, r"R@1 falls from [.\d]+ to ([.\d]+)", lite_segment("BM25, flushed every 64 rows", "R@1")),
+    Claim(N04, r"\s+\((-[.\d]+) \[-[.\d]+, -[.\d]+\]\)\. Dense", lite_segment("BM25, flushed every 64 rows", DIFF)),
+    Claim(N04, r"\[(-[.\d]+), -[.\d]+\]\)\. Dense", lite_segment("BM25, flushed every 64 rows", "95% CI", 0)),
+    Claim(N04, r"\[-[.\d]+, (-[.\d]+)\]\)\. Dense", lite_segment("BM25, flushed every 64 rows", "95% CI", 1)),
+    Claim(N04, r"Dense loses nothing \(([+-][.\d]+) \[", lite_segment("dense, flushed every 64 rows", DIFF)),
+    Claim(N04, r"and hybrid RRF little\s+\((-[.\d]+) \[", lite_segment("hybrid RRF, flushed every 64 rows", DIFF)),
+    Claim(N04, r"lifts BM25 to\s+([.\d]+) \(", lite_segment(STOPPED, "R@1")),
+    Claim(N04, r"lifts BM25 to\s+[.\d]+ \(\+([.\d]+) \[", lite_segment(STOPPED, DIFF)),
+    Claim(N04, r"\+[.\d]+ \[(-[.\d]+), \+[.\d]+\]\), level", lite_segment(STOPPED, "95% CI", 0)),
+    Claim(N04, r"\+[.\d]+ \[-[.\d]+, \+([.\d]+)\]\), level", lite_segment(STOPPED, "95% CI", 1)),
+    Claim(N04, r"in-process rank_bm25 \(([.\d]+)\), whose", lite_segment("BM25, rank_bm25 (in-process)", "R@1")),
+    Claim(N04, r"call costs ([\d.]+) ms at 1,000 chunks", lite_scale(1000, "hybrid RRF", "p50 ms")),
+    Claim(N04, r"\s+(\d+) ms at 10,000 and", lite_scale(10000, "hybrid RRF", "p50 ms")),
+    Claim(N04, r"at 10,000 and (\d+) ms at 100,000", lite_scale(100000, "hybrid RRF", "p50 ms")),
+    Claim(N04, r"Dense stays cheap \((\d+) ms at 100,000", lite_scale(100000, "dense", "p50 ms")),
+    Claim(N04, r"one at a time, ([\d.]+) ms per question in", lite_scale(100000, "dense", BATCHED_LITE)),
+    Claim(N04, r"at 100,000 chunks (\d+) ms of a hybrid query", bench(
+        "lite", "profile", {"Milvus Lite function": "index/sparse_inverted.py search"}, "ms per query")),
+    Claim(N04, r"batching does not help it \((\d+) ms per question\)", lite_scale(100000, "BM25", BATCHED_LITE)),
+    Claim(N04, r"no escape at that size \((\d+) ms\)", lite_scale(100000, "BM25, rank_bm25 (in-process)", "p50 ms")),
+    Claim(N04, r"a hybrid query takes ([\d.]+) s and", lite_scale(100000, "hybrid RRF", "p50 ms", scale=0.001)),
+    Claim(N04, r"loading the rows takes (\d+) s", bench("lite", "scale", {"chunks": 100000}, "insert + flush + load s")),
     Claim(N04, r"\(rank_bm25\) over TF-IDF's ([\d.]+) \(-", fusion_row("TF-IDF (jieba, numpy)", "R@1")),
     Claim(N04, r"TF-IDF's [\d.]+ \(-([\d.]+) \[-[\d.]+, -[\d.]+\] to the", fusion_row("TF-IDF (jieba, numpy)", "R@1 - default", scale=-1)),
     Claim(N04, r"\(-[\d.]+ \[-([\d.]+), -[\d.]+\] to the", fusion_row("TF-IDF (jieba, numpy)", "95% CI", 0, scale=-1)),
