@@ -1,8 +1,9 @@
 """Where Milvus Lite spends a query's time, and how its BM25 statistics depend on segments.
 
 1. segments (CMRC 2018, 1,002 questions): the same chunks and vectors loaded three ways: left unflushed, flushed
-   once (one segment), and flushed every SMALL_FLUSH rows (many small segments, as when files arrive one by one);
-   BM25 also with a stop filter (STOP_ANALYZER) on one flush.
+   once (one segment), and flushed every SMALL_FLUSH rows (several segments, as when files arrive a few at a time;
+   Lite merges small segments of similar file size, so fewer remain than flushes); BM25 also with a stop filter
+   (STOP_ANALYZER) on one flush.
    BM25, dense and hybrid RRF: R@1 and MRR@5 on every question, the paired R@1 difference to "flushed once" with a
    bootstrap 95% interval, and p50/p95 with one question per call on a seeded sample (all loads interleaved).
 2. scale: a collection of each size in --sizes, grown with real-looking text (the sentences of CMRC contexts
@@ -48,7 +49,9 @@ ONE_FLUSH = "flushed once"
 # The course analyzer plus Milvus's `stop` filter: the words rank_bm25's tokenizer drops (STOPWORDS) and punctuation,
 # which jieba returns as tokens and the course analyzer keeps.
 PUNCTUATION = list("，。！？、；：“”‘’（）《》【】…·,.!?;:()[]\"'") + ["——", "……"]
-STOP_ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS) + PUNCTUATION}]}
+STOP_ANALYZER = {
+    "tokenizer": "jieba", "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS) + PUNCTUATION}],
+}
 STOPPED = "BM25, flushed once, stop filter"
 MIN_PROFILE_S = 2.0  # the sampler runs at least this long
 
