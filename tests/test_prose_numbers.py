@@ -424,13 +424,24 @@ def half_width_05(pipeline: str, set_name: str) -> Value:
                    lambda: (bounds[1].get() - bounds[0].get()) / 2)
 
 
-def diff_claims_05(prefix: str, pipeline: str, set_name: str, metric: str = "recall@3") -> list[Claim]:
-    """Three claims for "<prefix>+0.123 [-0.100, +0.300]": a difference to the baseline and its 95% interval."""
+def interval_claims(notebook: str, prefix: str, value: Callable[..., Value], key: str, sep: str = r"\s+\[",
+                    suffix: str = "") -> list[Claim]:
+    """Three claims for "<prefix>-0.123<sep>-0.200, +0.050]<suffix>": a difference and both ends of its 95% interval,
+    signs read as written; `value(key)` is the difference, `value(f"{key} 95% CI", 0 or 1)` an end."""
     d, sign = r"[+-][\d.]+", r"([+-][\d.]+)"
-    return [Claim(N05, prefix + sign + r"\s+\[", advanced_05(pipeline, set_name, f"{metric} diff")),
-            Claim(N05, prefix + d + r"\s+\[" + sign + ",", advanced_05(pipeline, set_name, f"{metric} diff 95% CI", 0)),
-            Claim(N05, prefix + d + r"\s+\[" + d + ", " + sign + r"\]",
-                  advanced_05(pipeline, set_name, f"{metric} diff 95% CI", 1))]
+
+    def whole(diff: str, low: str, high: str) -> str:
+        return prefix + diff + sep + low + ", " + high + r"\]" + suffix
+
+    return [Claim(notebook, whole(sign, d, d), value(key)),
+            Claim(notebook, whole(d, sign, d), value(f"{key} 95% CI", 0)),
+            Claim(notebook, whole(d, d, sign), value(f"{key} 95% CI", 1))]
+
+
+def diff_claims_05(prefix: str, pipeline: str, set_name: str, metric: str = "recall@3") -> list[Claim]:
+    """`interval_claims` for a transform of notebook 05 against its baseline (bench_results/advanced.json)."""
+    return interval_claims(N05, prefix, lambda *m: advanced_05(pipeline, set_name, *m), f"{metric} diff")
+
 
 CLAIMS: list[Claim] = [
     # ---- 00 quickstart
@@ -1031,24 +1042,18 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"On (\d+) CMRC questions", bench("components", "setup", "llm questions")),
     Claim(N05, r"`MultiQueryRetriever` scored R@1 ([\d.]+) against", component(MULTI_QUERY, "R@1 langchain")),
     Claim(N05, r"`MultiQueryRetriever` scored R@1 [\d.]+ against ([\d.]+)", component(MULTI_QUERY, "R@1 rag_lib")),
-    Claim(N05, r"\(-([\d.]+), 95% CI", component(MULTI_QUERY, "R@1 diff", scale=-1)),
-    Claim(N05, r"95% CI \[-([\d.]+), \+[\d.]+\]: too few", component(MULTI_QUERY, "R@1 diff 95% CI", 0, scale=-1)),
-    Claim(N05, r"95% CI \[-[\d.]+, \+([\d.]+)\]: too few", component(MULTI_QUERY, "R@1 diff 95% CI", 1)),
+    *interval_claims(N05, r"\(", lambda *m: component(MULTI_QUERY, *m), "R@1 diff", r", 95% CI \[", ": too few"),
     Claim(N05, r"dense search alone \(([\d.]+)\)", components_pipeline("dense Retriever alone (no LLM)", "R@1")),
     Claim(N05, r"one LLM call, p50 ([\d,]+) vs", component(MULTI_QUERY, "p50 ms langchain")),
     Claim(N05, r"one LLM call, p50 [\d,]+ vs ([\d,]+) ms", component(MULTI_QUERY, "p50 ms rag_lib")),
     Claim(N05, r"`HypotheticalDocumentEmbedder` scored R@1 ([\d.]+) against", component(HYDE, "R@1 langchain")),
     Claim(N05, r"`HypotheticalDocumentEmbedder` scored R@1 [\d.]+ against ([\d.]+)", component(HYDE, "R@1 rag_lib")),
-    Claim(N05, r"against [\d.]+ \(-([\d.]+) \[-[\d.]+, \+[\d.]+\]\) at", component(HYDE, "R@1 diff", scale=-1)),
-    Claim(N05, r"\(-[\d.]+ \[-([\d.]+), \+[\d.]+\]\) at", component(HYDE, "R@1 diff 95% CI", 0, scale=-1)),
-    Claim(N05, r"\(-[\d.]+ \[-[\d.]+, \+([\d.]+)\]\) at", component(HYDE, "R@1 diff 95% CI", 1)),
+    *interval_claims(N05, r"against [\d.]+ \(", lambda *m: component(HYDE, *m), "R@1 diff", suffix=r"\) at"),
     Claim(N05, r"similar cost \(p50 ([\d,]+) vs", component(HYDE, "p50 ms langchain")),
     Claim(N05, r"similar cost \(p50 [\d,]+ vs ([\d,]+) ms\)", component(HYDE, "p50 ms rag_lib")),
     Claim(N05, r"within noise \(R@1 ([\d.]+) vs", component(PARENT_DOC, "R@1 langchain")),
     Claim(N05, r"within noise \(R@1 [\d.]+ vs ([\d.]+),", component(PARENT_DOC, "R@1 rag_lib")),
-    Claim(N05, r"vs [\d.]+,\s+-([\d.]+) \[", component(PARENT_DOC, "R@1 diff", scale=-1)),
-    Claim(N05, r"\[-([\d.]+), \+[\d.]+\]; p50", component(PARENT_DOC, "R@1 diff 95% CI", 0, scale=-1)),
-    Claim(N05, r"\[-[\d.]+, \+([\d.]+)\]; p50", component(PARENT_DOC, "R@1 diff 95% CI", 1)),
+    *interval_claims(N05, r"vs [\d.]+,\s+", lambda *m: component(PARENT_DOC, *m), "R@1 diff", suffix="; p50"),
     Claim(N05, r"; p50 (\d+) vs \d+ ms\)", component(PARENT_DOC, "p50 ms langchain")),
     Claim(N05, r"; p50 \d+ vs (\d+) ms\)", component(PARENT_DOC, "p50 ms rag_lib")),
     Claim(N05, r"on them; (\d+) vague", HARD_COUNT_05),
@@ -1150,10 +1155,11 @@ def test_prose_number_matches_its_source(claim: Claim) -> None:
 
 
 def far_from(written: str) -> str:
-    """A number clearly different from `written`, with as many decimals."""
+    """A number clearly different from `written`, with as many decimals (moved away from zero, so a negative
+    number cannot land back on itself)."""
     value, half_unit = parse(written)
     decimals = max(0, -round(math.log10(2 * half_unit)))
-    return f"{value * 3 + 20 * half_unit:.{decimals}f}"
+    return f"{value * 3 + math.copysign(20 * half_unit, value):.{decimals}f}"
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=str)
