@@ -79,3 +79,4 @@ def test_benchmark_writes_segments_scale_and_profile(tmp_path, monkeypatch):
 def test_known_queries_hand_back_the_models_vectors(embeddings):
     known = lite.KnownQueries(embeddings, ["故宫旧称什么？"])
     assert np.allclose(known.embed_query("故宫旧称什么？"), embeddings.embed_query("故宫旧称什么？"), atol=1e-6)
+

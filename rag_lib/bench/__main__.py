@@ -15,6 +15,7 @@ BENCHMARKS = {
     "components": "LangChain's retrievers, compressors and splitters beside the rag_lib helpers doing the same job (CMRC)",
     "router": "the app router's action on 64 labelled requests: the model alone and after the app's rules (per action, CIs)",
     "fusion": "TF-IDF vs BM25, RRF's k and the weighted dense share swept, against hybrid RRF k=60 (CMRC)",
+    "ceiling": "the last points of recall: six granularities and fields fused per context, tuned on half, checked on half",
     "lite": "Milvus Lite: BM25 statistics per segment (unflushed / one / many flushes), latency at 1k-100k chunks, profile",
     "advanced": "notebook 05's query transforms and paths on 37 cross-lingual questions: file recall@3, MRR, CIs",
 }
