@@ -318,8 +318,8 @@ class Retriever(BaseRetriever):
 
     def search_many(self, queries: list[str]) -> list[list[Document]]:
         """`invoke` for several queries with one Milvus call per field, one Document list per query: Milvus Lite
-        has a fixed cost per call whatever its size, so a batch of questions costs little more than one (bench
-        retrieval compares both). LangChain's `batch` would still make one call per query."""
+        has a fixed cost per call, so a batch costs less per question than one call each (bench retrieval compares
+        both). LangChain's `batch` would still make one call per query."""
         if not queries or any(not q.strip() for q in queries):
             raise ValueError("empty query: ask a question with some words in it (and pass at least one)")
         vectors = embed_queries(self.embeddings, queries)
