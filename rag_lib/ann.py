@@ -22,6 +22,7 @@ from pymilvus import DataType, MilvusClient, MilvusException
 VECTOR_FIELD = "vec"
 METRIC = "COSINE"
 INSERT_BATCH = 2000
+CLUSTER_SPACE_SEED = 12345  # the topics and subspace of `clustered_vectors`, shared by every seed
 # Where a refused index is logged: pymilvus logs the error with a traceback, Milvus Lite's in-process server logs
 # the refusal.
 REFUSAL_LOGGERS = ("pymilvus.decorators", "milvus_lite.adapter.grpc.servicer")
@@ -30,6 +31,19 @@ REFUSAL_LOGGERS = ("pymilvus.decorators", "milvus_lite.adapter.grpc.servicer")
 def unit_vectors(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
     """`n` seeded random unit vectors (float32): the structure-free worst case for an ANN index."""
     vectors = np.random.default_rng(seed).standard_normal((n, dim), dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def clustered_vectors(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
+    """`n` seeded unit vectors shaped like text embeddings: 256 topics in a 32-dimensional subspace, spread
+    around their topic, plus a little noise. Every seed draws from the same topics, so one seed can be the data
+    and another the queries."""
+    space = np.random.default_rng(CLUSTER_SPACE_SEED)
+    centres = space.standard_normal((256, 32))
+    basis = space.standard_normal((32, dim)) / np.sqrt(32)
+    rng = np.random.default_rng(seed)
+    latent = centres[rng.integers(len(centres), size=n)] + rng.standard_normal((n, 32))
+    vectors = (latent @ basis + 0.02 * rng.standard_normal((n, dim))).astype(np.float32)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
