@@ -61,6 +61,7 @@ class Retriever(BaseRetriever):
 
     client: MilvusClient
     embeddings: Embeddings
+    field_embeddings: dict[str, Embeddings] = Field(default_factory=dict)  # a dense field made by another model
     collection: str = DEFAULT_COLLECTION
     search_type: Literal["dense", "sparse", "hybrid"] = "hybrid"
     search_fields: list[str] | None = None  # default from search_type (DEFAULT_FIELDS)
@@ -104,6 +105,7 @@ class Retriever(BaseRetriever):
         self._text_fields = {name for name in self._fields if query_kind(vectors[name]) == "sparse"}
         for name in self._fields:
             self._check_field_kind(name, vectors[name])
+        self._check_field_embeddings()
         self._params = self._resolve_params()
         self._weights = self._resolve_weights()
         self._check_ranker_arguments()
@@ -207,6 +209,16 @@ class Retriever(BaseRetriever):
                 f"search_type={self.search_type!r} but field {name!r} is a {kind} field: use search_type={kind!r}."
             )
 
+    def _check_field_embeddings(self) -> None:
+        """field_embeddings name searched dense fields other than the similarity field (which `embeddings` made)."""
+        for name in self.field_embeddings:
+            if name not in self._fields or name in self._text_fields or name == SIMILARITY_FIELD:
+                raise RetrieverConfigError(
+                    f"field_embeddings has {name!r}, which is not a searched dense field other than "
+                    f"{SIMILARITY_FIELD!r} (search_fields={self._fields}): `embeddings` queries {SIMILARITY_FIELD!r}; "
+                    "name the field a second model filled, and list it in search_fields."
+                )
+
     def _resolve_params(self) -> dict[str, dict]:
         """Search params per field: given ones, else the course defaults for "dense" / "sparse"."""
         unused = sorted(set(self.search_params) - set(self._fields))
@@ -251,9 +263,16 @@ class Retriever(BaseRetriever):
             plan["candidates"] = self.candidates
         return plan
 
-    def _data(self, field: str, queries: list[str], vectors: list[list[float]]) -> list:
-        """What a field is queried with: the texts for BM25 (Milvus analyses them), else the query embeddings."""
-        return list(queries) if field in self._text_fields else list(vectors)
+    def _query_vectors(self, queries: list[str]) -> dict[str, list[list[float]]]:
+        """Query embeddings per searched dense field (field_embeddings' model, else `embeddings`), and under
+        SIMILARITY_FIELD the `embeddings` ones, which every hit's similarity is computed with."""
+        main = embed_queries(self.embeddings, queries)
+        vectors = {f: embed_queries(model, queries) for f, model in self.field_embeddings.items()}
+        return {f: vectors.get(f, main) for f in self._fields if f not in self._text_fields} | {SIMILARITY_FIELD: main}
+
+    def _data(self, field: str, queries: list[str], vectors: dict[str, list[list[float]]]) -> list:
+        """What a field is queried with: the texts for BM25 (Milvus analyses them), else that field's query embeddings."""
+        return list(queries) if field in self._text_fields else list(vectors[field])
 
     def _hits(self, results: list[dict], text_field: bool = False) -> list[dict]:
         """Flat hit dicts; BM25 scores made positive (Lite returns them negated, order right; a server positive)."""
@@ -262,7 +281,7 @@ class Retriever(BaseRetriever):
             for h in results
         ]
 
-    def _search(self, field: str, queries: list[str], vectors: list[list[float]], limit: int) -> list[list[dict]]:
+    def _search(self, field: str, queries: list[str], vectors: dict[str, list[list[float]]], limit: int) -> list[list[dict]]:
         """One field, pymilvus `search`, all queries in one call; one hit list per query."""
         results = self.client.search(
             self.collection, data=self._data(field, queries, vectors), anns_field=field,
@@ -270,7 +289,7 @@ class Retriever(BaseRetriever):
         )
         return [self._hits(r, field in self._text_fields) for r in results]
 
-    def _hybrid(self, queries: list[str], vectors: list[list[float]], limit: int) -> list[list[dict]]:
+    def _hybrid(self, queries: list[str], vectors: dict[str, list[list[float]]], limit: int) -> list[list[dict]]:
         """Several fields fused inside Milvus (`hybrid_search`): RRF, or raw weighted sum when normalize=False."""
         expr = self.filter or None
         requests = [
@@ -286,7 +305,9 @@ class Retriever(BaseRetriever):
         )
         return [self._hits(r) for r in results]
 
-    def _min_max_fusion(self, queries: list[str], vectors: list[list[float]], limit: int) -> list[list[dict]]:
+    def _min_max_fusion(
+        self, queries: list[str], vectors: dict[str, list[list[float]]], limit: int
+    ) -> list[list[dict]]:
         """Several fields fused client-side: each field's scores min-max scaled to [0, 1], then weighted."""
         fused: list[dict[str, dict]] = [{} for _ in queries]
         for field, weight in zip(self._fields, self._weights):
@@ -322,7 +343,7 @@ class Retriever(BaseRetriever):
         both). LangChain's `batch` would still make one call per query."""
         if not queries or any(not q.strip() for q in queries):
             raise ValueError("empty query: ask a question with some words in it (and pass at least one)")
-        vectors = embed_queries(self.embeddings, queries)
+        vectors = self._query_vectors(queries)
         limit = self.candidates if self.ranker == "model" else self.k
         if len(self._fields) == 1:
             batches = self._search(self._fields[0], queries, vectors, limit)
@@ -330,7 +351,8 @@ class Retriever(BaseRetriever):
             batches = self._min_max_fusion(queries, vectors, limit)
         else:
             batches = self._hybrid(queries, vectors, limit)  # also the coarse RRF stage of ranker="model"
-        return [self._finish(q, v, sorted(hits, key=_best_first)) for q, v, hits in zip(queries, vectors, batches)]
+        similarity = vectors[SIMILARITY_FIELD]
+        return [self._finish(q, v, sorted(hits, key=_best_first)) for q, v, hits in zip(queries, similarity, batches)]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return self.search_many([query])[0]

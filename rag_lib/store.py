@@ -160,9 +160,12 @@ def opened(name: str = "rag", uri: str | None = None) -> Iterator[MilvusClient]:
         close(client)
 
 
-def build_schema(dim: int, analyzer_params: dict[str, Any] | None = None) -> CollectionSchema:
+def build_schema(
+    dim: int, analyzer_params: dict[str, Any] | None = None, extra_dense: dict[str, int] | None = None
+) -> CollectionSchema:
     """Fields: content-hash id, analysed text, dense vector, BM25 sparse vector, metadata (+ dynamic extras).
-    `analyzer_params` replace the course's jieba analyzer (ANALYZER_PARAMS) for the BM25 text field."""
+    `analyzer_params` replace the course's jieba analyzer (ANALYZER_PARAMS) for the BM25 text field;
+    `extra_dense` adds a vector field per name and dimension, for a second embedding model."""
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
     schema.add_field(
@@ -171,6 +174,8 @@ def build_schema(dim: int, analyzer_params: dict[str, Any] | None = None) -> Col
     )
     schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
     schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+    for name, extra_dim in (extra_dense or {}).items():
+        schema.add_field(name, DataType.FLOAT_VECTOR, dim=extra_dim)
     schema.add_field("source", DataType.VARCHAR, max_length=SOURCE_MAX_LENGTH)
     schema.add_field("file_hash", DataType.VARCHAR, max_length=64)
     schema.add_field("chunk_index", DataType.INT64)
@@ -184,12 +189,14 @@ def build_schema(dim: int, analyzer_params: dict[str, Any] | None = None) -> Col
     return schema
 
 
-def build_index_params(client: MilvusClient) -> Any:
-    """HNSW on `dense`, SPARSE_INVERTED_INDEX/BM25 on `sparse` (AUTOINDEX is rejected for BM25 on Lite)."""
+def build_index_params(client: MilvusClient, extra_dense: Iterable[str] = ()) -> Any:
+    """HNSW on `dense` (and on each `extra_dense` field), SPARSE_INVERTED_INDEX/BM25 on `sparse` (AUTOINDEX is
+    rejected for BM25 on Lite)."""
     index_params = client.prepare_index_params()
     # Milvus Lite bug: build params given the normal way (params={"M": ..}) are silently dropped and the
     # defaults used; nested one level deeper they are honoured. Servers accept this form too.
-    index_params.add_index("dense", index_type="HNSW", metric_type="COSINE", params={"params": HNSW_BUILD})
+    for name in ("dense", *extra_dense):
+        index_params.add_index(name, index_type="HNSW", metric_type="COSINE", params={"params": HNSW_BUILD})
     index_params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params={"drop_ratio_build": 0.0})
     return index_params
 

@@ -29,6 +29,18 @@ def milvus(tmp_path: Path):
 
 
 @pytest.fixture()
+def bench_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Benchmarks run by a test write under tmp_path, never over the committed bench_results/; returns a reader
+    of what they wrote: bench_output(name) -> the parsed JSON of results name `name`."""
+    import json
+
+    import rag_lib.bench as bench
+
+    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
+    return lambda name: json.loads((tmp_path / "results" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture()
 def offline_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No provider variables at all: the embedded defaults."""
     for name in list(os.environ):

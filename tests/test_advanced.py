@@ -267,8 +267,7 @@ def test_small_to_big_returns_each_parent_once(milvus, embeddings, docs):
 
 # ---- the benchmark (python -m rag_lib.bench advanced), scripted TEST DOUBLE chat model, real index of data/docs ----
 
-def test_advanced_benchmark_scores_every_pipeline_against_the_baseline(tmp_path, monkeypatch):
-    from rag_lib import bench
+def test_advanced_benchmark_scores_every_pipeline_against_the_baseline(tmp_path, monkeypatch, bench_output):
     from rag_lib.bench import advanced as advanced_bench
 
     entries = [q for q in advanced_bench.load_questions() if q["source"] == "milvus_filter_expressions.txt"]
@@ -278,11 +277,10 @@ def test_advanced_benchmark_scores_every_pipeline_against_the_baseline(tmp_path,
     per_question = ["Milvus filter like operator", {"queries": ["VARCHAR pattern match", "过滤表达式"]},
                     "Use the like operator on a VARCHAR field.", "在 VARCHAR 字段上用 like 运算符。"]
     llm = ScriptedChatModel(replies=per_question * 3)  # 2 entries + the translated one as written
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(advanced_bench, "get_chat_model", lambda: llm)
     advanced_bench.main(["--questions", str(questions), "--out", "mini"])
 
-    results = json.loads((tmp_path / "results" / "mini.json").read_text(encoding="utf-8"))
+    results = bench_output("mini")
     assert "load_average_1min_at_end" in results["meta"] and "load_average_1min_at_start" in results["setup"]
     assert results["setup"]["per set"] == {"translated sample": 1, "hard": 1, "sample as written": 1}
     assert len(llm.calls) == 12 and not llm.replies  # four calls per question, every pipeline reuses them

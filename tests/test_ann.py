@@ -13,6 +13,7 @@ import pytest
 from rag_lib.ann import (
     REFUSAL_LOGGERS,
     build_index,
+    clustered_vectors,
     create_vector_collection,
     describe_vector_index,
     exact_top_k,
@@ -190,13 +191,10 @@ def test_indexing_throughput_times_every_stage(milvus, embeddings, tmp_path: Pat
     assert all(s["seconds"] > 0 and s["chunks/s"] > 0 for s in result["stages"])
 
 
-def test_quick_synthetic_sweep_runs_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    import rag_lib.bench as bench
+def test_quick_synthetic_sweep_runs_end_to_end(bench_output):
     from rag_lib.bench.index import main
-
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path)  # keep the committed results untouched
     main(["--quick", "--sections", "synthetic", "--synthetic-n", "1500", "--queries", "20", "--single", "2"])
-    result = json.loads((tmp_path / "index_quick.json").read_text(encoding="utf-8"))["synthetic"]
+    result = bench_output("index_quick")["synthetic"]
     rows = result["settings"]
     assert result["vectors"] == 1500 and result["flat_vs_numpy_recall"] == 1.0
     assert rows[0]["index"] == "FLAT" and rows[0]["recall@10"] == 1.0
@@ -207,3 +205,42 @@ def test_quick_synthetic_sweep_runs_end_to_end(tmp_path: Path, monkeypatch: pyte
     flat_form, nested_form = result["dropped_params"]
     assert "params" not in flat_form["describe_index"] and nested_form["describe_index"]["params"] == TINY
     assert [b["batch"] for b in result["batch_study"] if b["index"] == "FLAT"] == [1, 5]
+
+
+def test_clustered_vectors_are_seeded_unit_vectors_with_near_neighbours():
+    data, again, queries = clustered_vectors(2000, seed=0), clustered_vectors(2000, seed=0), clustered_vectors(50, seed=1)
+    assert data.shape == (2000, 384) and data.dtype == np.float32 and np.array_equal(data, again)
+    assert np.allclose(np.linalg.norm(data, axis=1), 1.0, atol=1e-5)
+    nearest = (queries @ data.T).max(axis=1)
+    random_nearest = (queries @ unit_vectors(2000, seed=0).T).max(axis=1)
+    assert np.median(nearest) > 0.5 > 0.25 > np.median(random_nearest)  # a topic to be near, unlike random vectors
+
+
+def test_crossing_benchmark_measures_every_engine_and_finds_where_hnsw_wins(bench_output):
+    from rag_lib.bench import crossing
+    crossing.main(["--sizes", "300", "900", "--queries", "30", "--single", "3", "--out", "mini"])
+    result = bench_output("mini")
+    rows = result["rows"]
+    per_size = 2 * (1 + len(crossing.EFS)) + 1  # Lite and faiss: FLAT + HNSW per ef; numpy
+    assert len(rows) == 2 * per_size and {r["vectors"] for r in rows} == {300, 900}
+    assert all(r[f"recall@{crossing.K}"] == 1.0 for r in rows if r["index"] == "FLAT")
+    assert all(r["cpu_ms_per_query"] > 0 and r["p50_single_ms"] > 0 for r in rows)
+    assert {(c["engine"], c["metric"]) for c in result["crossings"]} == {
+        (e, m) for e in ("Milvus Lite", "faiss") for m in ("cpu_ms_per_query", "p50_single_ms")}
+
+
+def test_crossing_is_the_size_from_which_a_good_enough_hnsw_stays_cheaper():
+    from rag_lib.bench.crossing import FLOOR, MARGIN, crossing
+
+    def rows(size: int, flat: float, hnsw: list[tuple[float, float]]) -> list[dict]:
+        return [{"vectors": size, "engine": "e", "index": "FLAT", "recall@10": 1.0, "ms": flat}] + [
+            {"vectors": size, "engine": "e", "index": "HNSW", "recall@10": r, "ms": ms} for r, ms in hnsw]
+
+    cheaper = 0.99 / MARGIN
+    table = rows(1, 1.0, [(FLOOR, cheaper)]) + rows(2, 1.0, [(FLOOR, 0.9), (0.5, 0.1)]) + rows(3, 2.0, [(0.999, 1.7)])
+    table += rows(4, 2.0, [(0.999, 2 * cheaper)])
+    found = crossing(table, "e", "ms")
+    # size 1 wins; size 2 does not (its cheap setting misses the recall, the other is within the margin); nor 3
+    assert found["HNSW cheaper from"] == 4
+    assert found["by size"][2] == {"FLAT": 1.0, "HNSW": 0.9}
+    assert crossing(rows(1, 1.0, [(0.5, 0.1)]), "e", "ms")["HNSW cheaper from"] is None

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
-import rag_lib.bench as bench
 from rag_lib.bench import ceiling
 from test_bench_retrieval import write_squad
 
@@ -25,12 +22,11 @@ def test_min_max_scales_each_question_to_zero_one():
     assert np.allclose(scaled, [[0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])
 
 
-def test_benchmark_tunes_on_one_half_and_scores_the_other(tmp_path, monkeypatch):
+def test_benchmark_tunes_on_one_half_and_scores_the_other(tmp_path, bench_output):
     path = tmp_path / "mini.json"
     write_squad(path)
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
     ceiling.main(["--cmrc", str(path), "--out", "mini_ceiling"])
-    results = json.loads((tmp_path / "results" / "mini_ceiling.json").read_text(encoding="utf-8"))
+    results = bench_output("mini_ceiling")
     assert len(results["signals"]) == 6 and [h["tuned on"] for h in results["halves"]] == ["A", "B"]
     for half in results["halves"]:
         assert any(half["weights"].values()) and set(half["weights"].values()) <= set(ceiling.GRID)

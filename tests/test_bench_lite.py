@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
-import rag_lib.bench as bench
 from rag_lib.bench import lite
 from rag_lib.store import SPARSE_SEARCH_PARAMS, ensure_collection, make_row, seal
 from test_bench_retrieval import CONTEXTS, write_squad
@@ -52,12 +49,11 @@ def test_grown_rows_are_distinct_real_sentences_cut_to_300_characters():
             text = text[len(first):]
 
 
-def test_benchmark_writes_segments_scale_and_profile(tmp_path, monkeypatch):
+def test_benchmark_writes_segments_scale_and_profile(tmp_path, bench_output):
     path = tmp_path / "mini.json"
     write_squad(path)
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
     lite.main(["--cmrc", str(path), "--sizes", "60", "--out", "mini"])
-    results = json.loads((tmp_path / "results" / "mini.json").read_text(encoding="utf-8"))
+    results = bench_output("mini")
     rows = {row["pipeline"]: row for row in results["segments"]["pipelines"]}
     assert len(rows) == 3 * 3 + 2 and results["segments"]["chunks"] == len(CONTEXTS)
     assert rows[lite.STOPPED]["R@1"] == 0.75 and rows[lite.STOPPED][f"R@1 - {lite.ONE_FLUSH}"] == 0.0

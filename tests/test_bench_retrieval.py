@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import rag_lib.bench as bench
 from rag_lib.bench import retrieval
 from rag_lib.cmrc import load_cmrc
 
@@ -37,12 +36,11 @@ def test_loader_reads_contexts_questions_and_answers(tmp_path):
     assert [q.answers for q in data.questions][:2] == [("紫禁城",), ("6300公里",)]
 
 
-def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, monkeypatch):
+def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output):
     path = tmp_path / "mini.json"
     write_squad(path)
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
     retrieval.main(["--cmrc", str(path), "--out", "mini"])
-    results = json.loads((tmp_path / "results" / "mini.json").read_text(encoding="utf-8"))
+    results = bench_output("mini")
     rows = {row["pipeline"]: row for row in results["pipelines"]}
     assert len(rows) == 9 and results["setup"]["questions"] == 4
     for row in rows.values():

@@ -19,7 +19,6 @@ from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-import rag_lib.bench as bench
 from rag_lib.bench import components, fusion
 from rag_lib.evaluation import paired_difference
 from rag_lib.index import index_directory
@@ -143,13 +142,12 @@ def mini_cmrc(tmp_path: Path) -> Path:
     return path
 
 
-def test_benchmark_writes_every_pair_with_sane_scores(tmp_path, monkeypatch):
+def test_benchmark_writes_every_pair_with_sane_scores(tmp_path, monkeypatch, bench_output):
     path = mini_cmrc(tmp_path)
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(components, "get_chat_model", CannedChatModel)
     components.main(["--cmrc", str(path), "--llm-n", "1", "--out", "mini"])
 
-    results = json.loads((tmp_path / "results" / "mini.json").read_text(encoding="utf-8"))
+    results = bench_output("mini")
     assert "load_average_1min_at_end" in results["meta"]
     assert results["setup"]["questions"] == 4 and results["setup"]["llm questions"] == 1
     pairs = {(p["langchain"], p["rag_lib"]): p for p in results["pairs"]}
@@ -186,10 +184,9 @@ def test_tfidf_ranks_the_chunk_sharing_the_rare_word_first():
     assert len(search("完全无关的词语 xyz")) == len(rows)  # no shared word: every chunk scores 0, order kept
 
 
-def test_fusion_benchmark_sweeps_every_knob_against_the_default(tmp_path, monkeypatch):
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
+def test_fusion_benchmark_sweeps_every_knob_against_the_default(tmp_path, bench_output):
     fusion.main(["--cmrc", str(mini_cmrc(tmp_path)), "--out", "mini_fusion"])
-    results = json.loads((tmp_path / "results" / "mini_fusion.json").read_text(encoding="utf-8"))
+    results = bench_output("mini_fusion")
     rows = {row["pipeline"]: row for row in results["pipelines"]}
     assert {f"hybrid RRF k={k}" for k in fusion.RRF_KS} <= set(rows) and fusion.DEFAULT in rows
     assert len([name for name in rows if name.startswith("weighted")]) == len(fusion.DENSE_SHARES)

@@ -160,3 +160,18 @@ def test_send_fan_out_on_the_shared_local_model_does_not_crash():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "ok 5" in done.stdout
+
+
+def test_use_embeddings_are_512_d_unit_vectors_and_batched_queries_match_single_ones():
+    from rag_lib.models import MAX_QUERY_CHARS, USEEmbeddings, embed_queries
+
+    use = USEEmbeddings()
+    passages = use.embed_documents(["北京是中国的首都。", "The cat sat on the mat."])
+    assert [len(v) for v in passages] == [512, 512]
+    assert all(abs(sum(x * x for x in v) - 1) < 1e-4 for v in passages)
+    queries = ["中国的首都是哪里？", "Where did the cat sit?"]
+    batched = embed_queries(use, queries)
+    for single, together in zip((use.embed_query(q) for q in queries), batched):
+        assert max(abs(a - b) for a, b in zip(single, together)) < 1e-4
+    assert use.embed_query("猫" * (MAX_QUERY_CHARS + 500)) == use.embed_query("猫" * MAX_QUERY_CHARS)  # capped
+    assert use.embed_documents([]) == []

@@ -470,3 +470,51 @@ def test_lite_bm25_scores_one_text_differently_in_different_segments(milvus, emb
     hits = Retriever(client=milvus, embeddings=embeddings, k=4, search_type="sparse").invoke("What does M set?")
     assert len(hits) == 4
     assert len({round(h.metadata["score"], 6) for h in hits}) > 1
+
+
+# ---------------------------------------------------------------- a second embedding model
+
+
+@pytest.fixture(scope="module")
+def use_model():
+    from rag_lib.models import USEEmbeddings
+
+    return USEEmbeddings()
+
+
+@pytest.fixture()
+def two_models(milvus, passage_cache, use_model):
+    """The corpus above in a collection with two vector fields: e5 in `dense`, the Universal Sentence Encoder in `use`."""
+    milvus.create_collection("two", schema=build_schema(384, extra_dense={"use": 512}),
+                             index_params=build_index_params(milvus, ["use"]))
+    texts = list(CORPUS.values())
+    rows = [{"id": name, "text": text, "source": name, "file_hash": "", "chunk_index": 0, "chunk_count": 1,
+             "parent_id": "", "language": "", "title": "", "dense": e5, "use": use}
+            for (name, text), e5, use in zip(CORPUS.items(), passage_cache.embed_documents(texts),
+                                             use_model.embed_documents(texts))]
+    milvus.insert("two", rows)
+    milvus.flush("two")
+    return milvus
+
+
+def test_a_second_model_queries_its_own_field_and_fuses_with_e5(two_models, embeddings, use_model):
+    common = dict(client=two_models, embeddings=embeddings, collection="two", k=2,
+                  field_embeddings={"use": use_model}, search_params={"use": {"metric_type": "COSINE", "params": {"ef": 64}}})
+    alone = Retriever(**common, search_type="dense", search_fields=["use"])
+    hits = alone.invoke("Which parameter decides how many neighbours a vector has in the graph index?")
+    assert names(hits)[0] == "hnsw.md"
+    assert hits[0].metadata["similarity"] > 0.8  # the similarity is e5's, computed from `dense`, not USE's score
+    assert hits[0].metadata["score"] != pytest.approx(hits[0].metadata["similarity"])
+    fused = Retriever(**common, search_fields=["dense", "use", "sparse"])
+    assert names(fused.invoke("reducer 合并 并行节点的更新"))[0] == "langgraph.txt"
+    assert [names(h) for h in fused.search_many(["HNSW ef", "中文 分词器"])] == [
+        names(fused.invoke("HNSW ef")), names(fused.invoke("中文 分词器"))]
+
+
+def test_field_embeddings_must_name_a_searched_second_field(two_models, embeddings, use_model):
+    common = dict(client=two_models, embeddings=embeddings, collection="two")
+    for field_embeddings, fields in [({"dense": use_model}, ["dense", "use"]), ({"use": use_model}, ["dense", "sparse"]),
+                                     ({"sparse": use_model}, ["dense", "sparse"])]:
+        with pytest.raises(RetrieverConfigError, match="not a searched dense field other than 'dense'"):
+            Retriever(**common, search_fields=fields, field_embeddings=field_embeddings,
+                      search_params={"use": {"metric_type": "COSINE", "params": {}}} if "use" in fields else {})

@@ -16,6 +16,8 @@ BENCHMARKS = {
     "router": "the app router's action on 64 labelled requests: the model alone and after the app's rules (per action, CIs)",
     "fusion": "TF-IDF vs BM25, RRF's k and the weighted dense share swept, against hybrid RRF k=60 (CMRC)",
     "ceiling": "the last points of recall: six granularities and fields fused per context, tuned on half, checked on half",
+    "crossing": "where HNSW overtakes FLAT: clustered vectors at 1k-200k through Milvus Lite, faiss and numpy (recall, CPU, latency)",
+    "embeddings": "a second embedding model (USE, 512-d) beside e5 in one collection: each alone, fused, and indexing speed",
     "lite": "Milvus Lite: BM25 statistics per segment (unflushed / one / many flushes), latency at 1k-100k chunks, profile",
     "advanced": "notebook 05's query transforms and paths on 37 cross-lingual questions: file recall@3, MRR, CIs",
 }

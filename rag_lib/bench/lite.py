@@ -32,17 +32,17 @@ from rag_lib.bench import format_table, percentile, write_results
 from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.fusion import precomputed
 from rag_lib.bench.retrieval import (
-    BATCH, CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, milvus_batch, milvus_search, peer_bm25,
+    BATCH, CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_batch, milvus_search,
+    peer_bm25,
 )
 from rag_lib.evaluation import paired_difference
 from rag_lib.models import cap_query, embed_queries
 from rag_lib.retriever import Retriever
-from rag_lib.store import build_index_params, build_schema, ensure_collection, make_row, seal
+from rag_lib.store import make_row
 from rag_lib.text import STOPWORDS, split_sentences
 
 SMALL_FLUSH = 64  # rows per flush in the "many segments" load
 TIMED = 200  # questions timed one per call (a seeded sample)
-INSERT_BATCH = 512
 ROUTES = {"BM25": {"search_type": "sparse"}, "dense": {"search_type": "dense"}, "hybrid RRF": {}}
 SCALE_ROUTES = ROUTES | {"hybrid weighted, client-side min-max": {"ranker": "weighted", "weights": (0.6, 0.4)}}
 ONE_FLUSH = "flushed once"
@@ -67,27 +67,6 @@ class KnownQueries(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         raise NotImplementedError("query vectors only: documents are embedded before they are loaded")
-
-
-def load(
-    client, name: str, rows: list[dict], vectors: np.ndarray, flush_every: int | None, analyzer: dict | None = None,
-) -> float:
-    """Insert rows into a fresh collection (the course schema, with `analyzer` for its BM25 field if given),
-    INSERT_BATCH per call; flush every `flush_every` rows and at the end (None: never). Seconds, load included."""
-    start = time.perf_counter()
-    client.drop_collection(name)
-    if analyzer:
-        client.create_collection(name, schema=build_schema(vectors.shape[1], analyzer),
-                                 index_params=build_index_params(client))
-    else:
-        ensure_collection(client, vectors.shape[1], name)
-    step = min(INSERT_BATCH, flush_every or INSERT_BATCH)
-    for at in range(0, len(rows), step):
-        client.insert(name, [{**r, "dense": v.tolist()} for r, v in zip(rows[at : at + step], vectors[at : at + step])])
-        if flush_every and ((at + step) % flush_every < step or at + step >= len(rows)):
-            seal(client, name)
-    client.load_collection(name)
-    return time.perf_counter() - start
 
 
 def grown_rows(contexts: list[str], size: int, seed: int = 0) -> list[dict]:
@@ -132,11 +111,11 @@ def segments(client, data, embeddings, questions: list, timed: list[str]) -> dic
     loads = {"unflushed": None, ONE_FLUSH: len(rows), f"flushed every {SMALL_FLUSH} rows": SMALL_FLUSH}
     retrievers = {}
     for i, (load_name, every) in enumerate(loads.items()):
-        load(client, f"load{i}", rows, vectors, every)
+        load_rows(client, f"load{i}", rows, {"dense": vectors}, every)
         for route, kwargs in ROUTES.items():
             retrievers[f"{route}, {load_name}"] = Retriever(
                 client=client, embeddings=queries, collection=f"load{i}", k=CANDIDATES, **kwargs)
-    load(client, "load_stop", rows, vectors, len(rows), STOP_ANALYZER)
+    load_rows(client, "load_stop", rows, {"dense": vectors}, len(rows), STOP_ANALYZER)
     retrievers[STOPPED] = Retriever(client=client, embeddings=queries, collection="load_stop", k=CANDIDATES,
                                     search_type="sparse")
     texts = sorted(queries.vectors)
@@ -164,7 +143,7 @@ def scale(client, data, embeddings, timed: list[str], size: int) -> tuple[dict, 
     dim = len(embeddings.embed_query("dimension probe"))
     vectors = np.random.default_rng(size).standard_normal((size, dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    seconds = load(client, "grown", rows, vectors, len(rows))
+    seconds = load_rows(client, "grown", rows, {"dense": vectors}, len(rows))
     queries = KnownQueries(embeddings, timed)
     retrievers = {name: Retriever(client=client, embeddings=queries, collection="grown", k=CANDIDATES, **kwargs)
                   for name, kwargs in SCALE_ROUTES.items()}

@@ -28,12 +28,13 @@ from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
-from rag_lib.store import connect, ensure_collection, make_row, seal
+from rag_lib.store import build_index_params, build_schema, connect, ensure_collection, make_row, seal
 from rag_lib.text import tokenize
 
 CANDIDATES = 15  # chunks fetched per question, mapped to at most 5 distinct contexts
 KS = (1, 3, 5)
 BATCH = 64  # questions per call in the batched latency run
+INSERT_BATCH = 512  # rows per insert call
 Search = Callable[[str], list[tuple[str, str]]]  # question -> ranked (context_id, chunk text)
 BatchSearch = Callable[[list[str]], list[list[tuple[str, str]]]]
 
@@ -79,15 +80,36 @@ def chunk_contexts(data: Dataset, size: int, overlap: int) -> list[dict]:
     return rows
 
 
-def load_collection(client, name: str, rows: list[dict], embeddings) -> np.ndarray:
-    """Embed (disk-cached), insert rows into a fresh collection and flush them (one segment); return the vectors for the peer baseline."""
-    vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]), dtype=np.float32)
+def load_rows(
+    client, name: str, rows: list[dict], vectors: dict[str, np.ndarray], flush_every: int | None,
+    analyzer: dict | None = None,
+) -> float:
+    """Insert rows with their vectors per field ("dense" and any second model's field) into a fresh course-schema
+    collection (`analyzer` for its BM25 field if given), INSERT_BATCH per call; flush every `flush_every` rows and
+    at the end (None: never; len(rows): once, one segment). Seconds, load included."""
+    start = time.perf_counter()
     client.drop_collection(name)
-    ensure_collection(client, vectors.shape[1], name)
-    for start in range(0, len(rows), 512):
-        client.insert(name, [{**r, "dense": v.tolist()} for r, v in zip(rows[start : start + 512], vectors[start : start + 512])])
-    seal(client, name)
+    extra = {field: v.shape[1] for field, v in vectors.items() if field != "dense"}
+    if analyzer or extra:
+        schema = build_schema(vectors["dense"].shape[1], analyzer, extra)
+        client.create_collection(name, schema=schema, index_params=build_index_params(client, extra))
+    else:
+        ensure_collection(client, vectors["dense"].shape[1], name)
+    step = min(INSERT_BATCH, flush_every or INSERT_BATCH)
+    for at in range(0, len(rows), step):
+        block = {field: v[at : at + step] for field, v in vectors.items()}
+        client.insert(name, [{**r, **{f: b[i].tolist() for f, b in block.items()}} for i, r in enumerate(rows[at : at + step])])
+        if flush_every and ((at + step) % flush_every < step or at + step >= len(rows)):
+            seal(client, name)
     client.load_collection(name)
+    return time.perf_counter() - start
+
+
+def load_collection(client, name: str, rows: list[dict], embeddings) -> np.ndarray:
+    """Embed (disk-cached), insert rows into a fresh collection and flush them once (one segment); return the
+    vectors for the peer baseline."""
+    vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]), dtype=np.float32)
+    load_rows(client, name, rows, {"dense": vectors}, len(rows))
     return vectors
 
 
