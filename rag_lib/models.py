@@ -496,10 +496,12 @@ class RoleEmbeddings(Embeddings):
 
 
 def embed_queries(embeddings: Embeddings, texts: list[str]) -> list[list[float]]:
-    """Query vectors for several texts, each cut to MAX_QUERY_CHARS: batched when the model (or the one behind a
-    cache) can, else one by one."""
+    """Query vectors for several texts, each cut to MAX_QUERY_CHARS: through the query cache when the embeddings
+    keep one, else batched when the model (or the one behind a passage cache) can, else one by one."""
     texts = [cap_query(t) for t in texts]
-    model = getattr(embeddings, "underlying_embeddings", embeddings)  # CacheBackedEmbeddings caches passages only
+    if getattr(embeddings, "query_embedding_store", None) is not None:  # a CacheBackedEmbeddings caching queries
+        return [embeddings.embed_query(t) for t in texts]
+    model = getattr(embeddings, "underlying_embeddings", embeddings)  # by default it caches passages only
     if isinstance(model, (E5Embeddings, USEEmbeddings, RoleEmbeddings)):
         return model.embed_queries(texts)
     return [embeddings.embed_query(t) for t in texts]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from rag_lib.bench import retrieval
+from rag_lib.store import PROJECT_ROOT
 from rag_lib.cmrc import load_cmrc
 
 CONTEXTS = {
@@ -42,7 +43,7 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     retrieval.main(["--cmrc", str(path), "--out", "mini"])
     results = bench_output("mini")
     rows = {row["pipeline"]: row for row in results["pipelines"]}
-    assert len(rows) == 9 and results["setup"]["questions"] == 4
+    assert len(rows) == 11 and results["setup"]["questions"] == 4
     for row in rows.values():
         assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 0.75  # the empty question is always a miss
     # three distinct topics: BM25 and dense each find all three real questions' contexts first
@@ -57,3 +58,18 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
         assert row["batched ms/q (64 per call)"] > 0
     assert rows["Milvus BM25 (jieba analyzer)"]["p50 / peer"] == rows["Milvus BM25 (jieba analyzer)"]["p50 ms"] / rows[
         "peer: rank_bm25 (jieba), numpy"]["p50 ms"]  # compared with the in-process BM25, not the dense peer
+    # the per-context fusion and LangChain's ensemble of the same searches find every context first
+    assert rows[retrieval.FUSED]["R@1"] == rows[retrieval.ENSEMBLE]["R@1"] == 0.75
+    fusion = results["per-context fusion"]
+    assert fusion["weights"] == retrieval.FUSION_WEIGHTS
+    held = fusion["half B (held out)"]
+    assert set(held) == {retrieval.FUSED, retrieval.ENSEMBLE, retrieval.PARENT_CHILD,
+                         "hybrid weighted 0.6 dense / 0.4 BM25, min-max"}
+    assert 0 < held[retrieval.FUSED]["questions"] < fusion["all"][retrieval.FUSED]["questions"] == 4
+    assert fusion["all"][retrieval.PARENT_CHILD]["fused - this, R@1"] == 0.0
+
+
+def test_fusion_weights_are_the_ones_bench_ceiling_chose_on_half_a():
+    ceiling = json.loads((PROJECT_ROOT / "bench_results" / "ceiling.json").read_text(encoding="utf-8"))
+    chosen = {name: w for name, w in ceiling["halves"][0]["weights"].items() if w}
+    assert ceiling["halves"][0]["tuned on"] == "A" and chosen == retrieval.FUSION_WEIGHTS

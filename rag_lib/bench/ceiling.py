@@ -10,14 +10,13 @@ bootstrap 95% intervals. In-process numpy, not Milvus: it finds the route before
 from __future__ import annotations
 
 import itertools
-import random
 
 import numpy as np
 from rank_bm25 import BM25Okapi
 from tqdm import tqdm
 
 from rag_lib.bench import format_table, write_results
-from rag_lib.bench.retrieval import chunk_contexts, cmrc_parser, cmrc_run
+from rag_lib.bench.retrieval import chunk_contexts, cmrc_parser, cmrc_run, half_a
 from rag_lib.cmrc import Dataset
 from rag_lib.evaluation import bootstrap_ci
 from rag_lib.models import embed_queries
@@ -117,7 +116,7 @@ def main(argv: list[str]) -> None:
     sig = signals(data, run.embeddings, [q.text for q in questions])
     everyone = np.ones(len(questions), dtype=bool)
     rows = [{"pipeline": name, **summary(per_question(m, gold, asked), everyone)} for name, m in sig.items()]
-    half = set(random.Random(0).sample(ids, len(ids) // 2))
+    half = half_a(ids)
     in_a = np.array([q.context_id in half for q in questions])
     halves = []
     for tuned_on, mask in (("A", in_a), ("B", ~in_a)):

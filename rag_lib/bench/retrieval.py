@@ -17,21 +17,37 @@ from pathlib import Path
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
 from pymilvus import MilvusClient
 from rank_bm25 import BM25Okapi
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
+from langchain_classic.embeddings import CacheBackedEmbeddings
+from langchain_classic.retrievers import EnsembleRetriever
+from langchain_core.stores import InMemoryByteStore
+
 from rag_lib.bench import format_table, percentile, write_results
 from rag_lib.cmrc import Dataset, Question, load_cmrc
-from rag_lib.evaluation import contains_any, context_recall, context_relevance, recall_at_k, reciprocal_rank
+from rag_lib.evaluation import (
+    bootstrap_ci, contains_any, context_recall, context_relevance, paired_difference, recall_at_k, reciprocal_rank,
+)
 from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings
+from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 from rag_lib.store import build_index_params, build_schema, connect, ensure_collection, make_row, seal
 from rag_lib.text import tokenize
 
 CANDIDATES = 15  # chunks fetched per question, mapped to at most 5 distinct contexts
+SIGNAL_CANDIDATES = 30  # rows each search of the per-context fusion hands over
+# Per-context fusion: each search's say, chosen on half A of the contexts by `python -m rag_lib.bench ceiling`
+# (bench_results/ceiling.json); the questions of half B took no part in choosing them.
+FUSION_WEIGHTS = {"e5 children (120)": 0.6, "e5 chunks (300)": 0.6, "BM25 chunks (300)": 0.2, "BM25 contexts": 0.2,
+                  "BM25 titles": 0.2}
+FUSED = "per-context fusion: children + chunks + contexts + titles"
+ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
+PARENT_CHILD = "parent-child: 120-char children -> context"
 KS = (1, 3, 5)
 BATCH = 64  # questions per call in the batched latency run
 INSERT_BATCH = 512  # rows per insert call
@@ -113,12 +129,63 @@ def load_collection(client, name: str, rows: list[dict], embeddings) -> np.ndarr
     return vectors
 
 
-def milvus_search(retriever: Retriever) -> Search:
+def context_rows(data: Dataset) -> tuple[list[dict], list[dict]]:
+    """One row per whole context, and one per context holding its title (the first 20 characters if it has none)."""
+    contexts = [make_row(cid, text, parent_id=cid, language="zh", title=data.titles[cid][:500])
+                for cid, text in data.contexts.items()]
+    titles = [make_row(cid, data.titles[cid] or text[:20], parent_id=cid, language="zh", title=data.titles[cid][:500])
+              for cid, text in data.contexts.items()]
+    return contexts, titles
+
+
+def fusion_signals(client, embeddings) -> list[Signal]:
+    """The five searches of the per-context fusion, sharing one query cache (each question is embedded once)."""
+    remembering = CacheBackedEmbeddings(getattr(embeddings, "underlying_embeddings", embeddings),
+                                        getattr(embeddings, "document_embedding_store", InMemoryByteStore()),
+                                        query_embedding_store=InMemoryByteStore())
+    searches = {"e5 children (120)": ("cmrc_children", "dense"), "e5 chunks (300)": ("cmrc_chunks", "dense"),
+                "BM25 chunks (300)": ("cmrc_chunks", "sparse"), "BM25 contexts": ("cmrc_contexts", "sparse"),
+                "BM25 titles": ("cmrc_titles", "sparse")}
+    return [Signal(name, Retriever(client=client, embeddings=remembering, collection=collection, search_type=kind,
+                                   k=SIGNAL_CANDIDATES, candidates=SIGNAL_CANDIDATES), FUSION_WEIGHTS[name])
+            for name, (collection, kind) in searches.items()]
+
+
+def ensemble(signals: list[Signal]) -> EnsembleRetriever:
+    """LangChain's own fusion of the same searches: weighted RRF over their hits, one vote per parent id."""
+    return EnsembleRetriever(retrievers=[s.retriever for s in signals], weights=[s.weight for s in signals],
+                             id_key="parent_id")
+
+
+def half_a(context_ids: list[str]) -> set[str]:
+    """Half of the contexts (seed 0): `bench ceiling` chooses fusion weights on its questions, the rest are held out."""
+    return set(random.Random(0).sample(context_ids, len(context_ids) // 2))
+
+
+def held_out(per_question: dict[str, dict[str, list[float]]], mask: np.ndarray, names: list[str]) -> dict:
+    """R@1, R@5, MRR@5 with 95% intervals over the questions in `mask`, per pipeline, and the fused pipeline's
+    paired R@1 / MRR@5 differences with the others."""
+    out: dict = {}
+    for name in names:
+        row: dict = {"questions": int(mask.sum())}
+        for metric in ("R@1", "R@5", "MRR@5"):
+            mean, low, high = bootstrap_ci(np.asarray(per_question[name][metric])[mask])
+            row |= {metric: mean, f"{metric} 95% CI": [low, high]}
+        if name != FUSED:
+            for metric in ("R@1", "MRR@5"):
+                fused, other = (np.asarray(per_question[n][metric])[mask] for n in (FUSED, name))
+                diff, low, high = paired_difference(fused, other)
+                row |= {f"fused - this, {metric}": diff, f"fused - this, {metric} 95% CI": [low, high]}
+        out[name] = row
+    return out
+
+
+def milvus_search(retriever: BaseRetriever) -> Search:
     """A pipeline that runs the course Retriever against Milvus."""
     return lambda q: [(h.metadata["source"], h.page_content) for h in retriever.invoke(q)]
 
 
-def milvus_batch(retriever: Retriever) -> BatchSearch:
+def milvus_batch(retriever: Retriever | ParentFusionRetriever) -> BatchSearch:
     """The same pipeline, many questions per Milvus call."""
     return lambda qs: [[(h.metadata["source"], h.page_content) for h in hits] for hits in retriever.search_many(qs)]
 
@@ -168,9 +235,10 @@ def to_contexts(hits: list[tuple[str, str]], k: int = max(KS)) -> tuple[list[str
     return ids, texts
 
 
-def evaluate(pipelines: dict[str, Search], questions: list) -> list[dict]:
+def evaluate(pipelines: dict[str, Search], questions: list) -> tuple[list[dict], dict[str, dict[str, list[float]]]]:
     """Run every pipeline on every question, interleaved question by question so that a change in machine load
-    hits all pipelines alike (their ratios stay fair): recall@k, MRR@5, context relevance/recall@3, p50/p95."""
+    hits all pipelines alike (their ratios stay fair): recall@k, MRR@5, context relevance/recall@3, p50/p95.
+    Returns one row per pipeline and the per-question scores (pipeline -> metric -> one value per question)."""
     metrics = [f"R@{k}" for k in KS] + ["MRR@5", "ctx relevance@3", "ctx recall@3"]
     scores = {name: {m: [] for m in metrics} for name in pipelines}
     latencies: dict[str, list[float]] = {name: [] for name in pipelines}
@@ -189,11 +257,12 @@ def evaluate(pipelines: dict[str, Search], questions: list) -> list[dict]:
             row["MRR@5"].append(reciprocal_rank(ranked, [q.context_id], 5))
             row["ctx relevance@3"].append(context_relevance(texts[:3], contains_any(q.answers)) if q.answers else 0.0)
             row["ctx recall@3"].append(context_recall(texts[:3], q.answers) if q.answers else 0.0)
-    return [
+    rows = [
         {"pipeline": name} | {m: float(np.mean(v)) for m, v in scores[name].items()}
         | {"p50 ms": percentile(latencies[name], 50), "p95 ms": percentile(latencies[name], 95)}
         for name in pipelines
     ]
+    return rows, scores
 
 
 def batched_latency(batches: dict[str, BatchSearch], questions: list, size: int = BATCH) -> dict[str, float]:
@@ -223,6 +292,9 @@ def main(argv: list[str]) -> None:
     print(f"{len(data.contexts)} contexts -> {len(chunks)} chunks (300 chars), {len(children)} children (120 chars)")
     vectors = load_collection(client, "cmrc_chunks", chunks, embeddings)
     load_collection(client, "cmrc_children", children, embeddings)
+    contexts, titles = context_rows(data)
+    load_collection(client, "cmrc_contexts", contexts, embeddings)
+    load_collection(client, "cmrc_titles", titles, embeddings)
 
     def retriever(collection: str = "cmrc_chunks", **kwargs) -> Retriever:
         return Retriever(client=client, embeddings=embeddings, collection=collection, k=CANDIDATES, **kwargs)
@@ -237,17 +309,21 @@ def main(argv: list[str]) -> None:
         "hybrid RRF + e5 rerank (two-stage)": retriever(ranker="model", reranker=EmbeddingReranker(embeddings)),
     }
     children_retriever = retriever("cmrc_children", **weighted)
+    fused = ParentFusionRetriever(signals=fusion_signals(client, embeddings), k=CANDIDATES)
     pipelines: dict[str, Search] = {
         "peer: rank_bm25 (jieba), numpy": peer_bm25(chunks),
         "peer: dense e5, numpy brute force": peer_dense(chunks, vectors, embeddings),
         **{name: milvus_search(r) for name, r in milvus.items()},
-        "parent-child: 120-char children -> context": with_parents(milvus_search(children_retriever), data.contexts),
+        PARENT_CHILD: with_parents(milvus_search(children_retriever), data.contexts),
+        FUSED: with_parents(milvus_search(fused), data.contexts),
+        ENSEMBLE: with_parents(milvus_search(ensemble(fusion_signals(client, embeddings))), data.contexts),
     }
-    rows = evaluate(pipelines, questions)
+    rows, per_question = evaluate(pipelines, questions)
     batches: dict[str, BatchSearch] = {
         "peer: dense e5, numpy brute force": peer_dense_batch(chunks, vectors, embeddings),
         **{name: milvus_batch(r) for name, r in milvus.items()},
-        "parent-child: 120-char children -> context": milvus_batch(children_retriever),
+        PARENT_CHILD: milvus_batch(children_retriever),
+        FUSED: milvus_batch(fused),
     }
     batched = batched_latency(batches, questions)
     by_name = {row["pipeline"]: row for row in rows}
@@ -256,12 +332,22 @@ def main(argv: list[str]) -> None:
         peer = by_name["peer: rank_bm25 (jieba), numpy" if row["pipeline"] in sparse else "peer: dense e5, numpy brute force"]
         row["R@1 / peer"] = row["R@1"] / peer["R@1"]
         row["p50 / peer"] = row["p50 ms"] / peer["p50 ms"]
-        row[f"batched ms/q ({BATCH} per call)"] = batched.get(row["pipeline"], row["p50 ms"])  # rank_bm25: no batch API
+        # rank_bm25 and EnsembleRetriever have no batch API: their single-question time stands in
+        row[f"batched ms/q ({BATCH} per call)"] = batched.get(row["pipeline"], row["p50 ms"])
     client.close()
     print(format_table(rows))
+    half = half_a(list(data.contexts))
+    compared = [FUSED, ENSEMBLE, PARENT_CHILD, "hybrid weighted 0.6 dense / 0.4 BM25, min-max"]
+    fusion = {
+        "weights": FUSION_WEIGHTS, "signal candidates": SIGNAL_CANDIDATES, "weights chosen on": "half A (bench ceiling)",
+        "all": held_out(per_question, np.ones(len(questions), dtype=bool), compared),
+        "half B (held out)": held_out(per_question, np.array([q.context_id not in half for q in questions]), compared),
+    }
+    print(format_table([{"pipeline": n, **{k: v for k, v in r.items() if "CI" not in k}}
+                        for n, r in fusion["half B (held out)"].items()]))
     meta = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks), "children": len(children),
             "candidates": CANDIDATES, "batch": BATCH, "dataset": "CMRC 2018 trial (CC BY-SA 4.0)"}
-    print("\nwrote", write_results(args.out, {"setup": meta, "pipelines": rows}))
+    print("\nwrote", write_results(args.out, {"setup": meta, "pipelines": rows, "per-context fusion": fusion}))
 
 
 if __name__ == "__main__":
