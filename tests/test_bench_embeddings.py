@@ -16,7 +16,7 @@ def test_benchmark_scores_both_models_alone_and_fused_and_times_indexing(tmp_pat
     for row in rows.values():  # three distinct topics, found first by every pipeline; the empty question is a miss
         assert row["R@1"] == 0.75 and row["p50 ms"] > 0
     assert [(d["pipeline"], d["against"]) for d in results["differences"]] == embeddings.PAIRS
-    assert all(d["R@1 diff"] == 0.0 and d["R@1 95% CI"] == [0.0, 0.0] for d in results["differences"])
+    assert all(d["R@1 diff"] == 0.0 and d["R@1 diff 95% CI"] == [0.0, 0.0] for d in results["differences"])
     speed = results["indexing"]
     assert speed["chunks"] == 40 and speed["e5 chunks"] == 8
     assert all(m["chunks/s"] > 0 for m in speed["models"]) and speed["milvus insert + flush + load s (both fields)"] > 0

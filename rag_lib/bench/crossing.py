@@ -117,7 +117,7 @@ def main(argv: list[str]) -> None:
     lite_dir = Path(tempfile.mkdtemp()) / "bench_crossing.db"
     client = connect(uri=str(lite_dir))
     queries = clustered_vectors(args.queries, seed=1)
-    results: dict[str, Any] = {"k": K, "batch": BATCH, "hnsw": HNSW, "efs": EFS, "floor": FLOOR,
+    results: dict[str, Any] = {"k": K, "batch": BATCH, "hnsw": HNSW, "efs": EFS, "floor": FLOOR, "margin": MARGIN,
                                "queries": args.queries, "single": args.single, "loadavg_start": os.getloadavg()}
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
