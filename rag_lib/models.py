@@ -557,3 +557,14 @@ def get_embeddings() -> Embeddings:
     return CacheBackedEmbeddings.from_bytes_store(
         raw_embeddings(), store, batch_size=64, namespace=namespace, key_encoder="sha256"
     )
+
+
+def with_query_cache(embeddings: Embeddings) -> Embeddings:
+    """The same embeddings that also remember query vectors (in memory), for code that searches one question
+    several times, in several fields or collections; passage vectors keep the cache they had (get_embeddings)."""
+    from langchain_classic.embeddings import CacheBackedEmbeddings
+    from langchain_core.stores import InMemoryStore
+
+    model = getattr(embeddings, "underlying_embeddings", embeddings)
+    passages = getattr(embeddings, "document_embedding_store", None) or InMemoryStore()
+    return CacheBackedEmbeddings(model, passages, query_embedding_store=InMemoryStore())

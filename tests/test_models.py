@@ -175,3 +175,32 @@ def test_use_embeddings_are_512_d_unit_vectors_and_batched_queries_match_single_
         assert max(abs(a - b) for a, b in zip(single, together)) < 1e-4
     assert use.embed_query("猫" * (MAX_QUERY_CHARS + 500)) == use.embed_query("猫" * MAX_QUERY_CHARS)  # capped
     assert use.embed_documents([]) == []
+
+
+def test_with_query_cache_embeds_a_repeated_query_once_and_keeps_the_passage_cache():
+    from langchain_classic.embeddings import CacheBackedEmbeddings
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.stores import InMemoryStore
+
+    from rag_lib.models import embed_queries, with_query_cache
+
+    class Counting(Embeddings):  # a fake model (unit test): counts what it is asked to embed
+        def __init__(self):
+            self.queries, self.documents = [], []
+
+        def embed_query(self, text):
+            self.queries.append(text)
+            return [float(len(text)), 1.0]
+
+        def embed_documents(self, texts):
+            self.documents += texts
+            return [[float(len(t)), 0.0] for t in texts]
+
+    model, passages = Counting(), InMemoryStore()
+    remembering = with_query_cache(CacheBackedEmbeddings(model, passages))
+    assert remembering.embed_query("where?") == remembering.embed_query("where?") == [6.0, 1.0]
+    assert embed_queries(remembering, ["where?", "who?"]) == [[6.0, 1.0], [4.0, 1.0]]
+    assert model.queries == ["where?", "who?"]  # each question reached the model once
+    remembering.embed_documents(["a passage"])
+    assert model.documents == ["a passage"] and len(list(passages.yield_keys())) == 1  # the passage cache is shared
+    assert with_query_cache(model).embed_query("x") == [1.0, 1.0]  # plain embeddings get a cache of their own

@@ -16,10 +16,10 @@ from rank_bm25 import BM25Okapi
 from tqdm import tqdm
 
 from rag_lib.bench import format_table, write_results
-from rag_lib.bench.retrieval import chunk_contexts, cmrc_parser, cmrc_run, half_a
+from rag_lib.bench.retrieval import chunk_contexts, cmrc_parser, cmrc_sample, half_a
 from rag_lib.cmrc import Dataset
 from rag_lib.evaluation import bootstrap_ci
-from rag_lib.models import embed_queries
+from rag_lib.models import embed_queries, get_embeddings
 from rag_lib.text import tokenize
 
 GRID = (0.0, 0.2, 0.4, 0.6)  # weights tried for every signal
@@ -108,12 +108,11 @@ def tune(sig: dict[str, np.ndarray], gold: np.ndarray, asked: np.ndarray, mask: 
 
 def main(argv: list[str]) -> None:
     args = cmrc_parser("ceiling", __doc__).parse_args(argv)
-    run = cmrc_run(args)
-    data, questions = run.data, run.questions
+    data, questions = cmrc_sample(args)
     ids = list(data.contexts)
     gold = np.array([ids.index(q.context_id) for q in questions])
     asked = np.array([bool(q.text) for q in questions])
-    sig = signals(data, run.embeddings, [q.text for q in questions])
+    sig = signals(data, get_embeddings(), [q.text for q in questions])
     everyone = np.ones(len(questions), dtype=bool)
     rows = [{"pipeline": name, **summary(per_question(m, gold, asked), everyone)} for name, m in sig.items()]
     half = half_a(ids)
@@ -124,7 +123,6 @@ def main(argv: list[str]) -> None:
         scores = per_question(fuse(sig, weights), gold, asked)
         halves.append({"tuned on": tuned_on, "weights": weights, "in sample": summary(scores, mask),
                        "held out": summary(scores, ~mask), "all": summary(scores, everyone)})
-    run.client.close()
     print(format_table([{k: v for k, v in r.items() if "CI" not in k} for r in rows]))
     for h in halves:
         print(f"\ntuned on half {h['tuned on']}: {h['weights']}")
