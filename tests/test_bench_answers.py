@@ -1,4 +1,4 @@
-"""The cmrc part of the answers benchmark (rag_lib.bench.answers) on a tiny SQuAD-format slice: two settings, seven
+"""The cmrc part of the answers benchmark (rag_lib.bench.answers) on a tiny SQuAD-format slice: two settings, nine
 pipelines, per-row scores, error counting, resuming a stopped run, the summary with bootstrap intervals and
 paired differences, and rebuilding it from the rows; plus the bootstrap helpers of rag_lib.evaluation on known
 data. Correctness only, no timing.
@@ -124,9 +124,11 @@ def test_every_pipeline_runs_in_both_settings_and_errors_are_rows(full_run):
     assert {r["home"] for r in local} == {"local"} and {r["home"] for r in split} == {"local", "web"}
 
     failing = [r for r in local + split if FAIL in r["question"]]
-    assert len(failing) == 2 * len(answers.PIPELINES)  # every pipeline raised on it, in both settings
+    assert len(failing) == 2 * len(answers.PIPELINES)  # a row per pipeline for it, in both settings
     for row in local + split:
-        if FAIL in row["question"]:
+        if FAIL in row["question"] and row["pipeline"] == "judge_extractive":  # a judge's copy is the answer:
+            assert not row["error"] and row["answer"].endswith("]")  # no generation call, so nothing raised
+        elif FAIL in row["question"]:  # every other pipeline raised on it
             assert "RuntimeError: test double" in row["error"] and row["em"] == row["f1"] == 0.0
         else:  # a perfect reader answers exactly when the evidence was in front of it
             assert not row["error"] and row["em"] == row["evidence"] == row["contains"], row
@@ -144,12 +146,20 @@ def test_every_pipeline_runs_in_both_settings_and_errors_are_rows(full_run):
     assert all(r["evidence"] == 0 and r["llm_calls"] == 1 for r in ok if r["pipeline"] == "llm_only")
     assert all(r["extracted"] and r["answer"].endswith("[1]") for r in ok if r["pipeline"] == "gold")
     web = [r for r in split if r["home"] == "web"]
-    assert all(r["evidence"] == 0 for r in web if r["pipeline"] in ("rag", "rag_extractive", "judge"))
-    assert all(r["evidence"] == 1 and r["crag_action"] != "correct" for r in web if r["pipeline"] == "crag")
-    assert all(r["web_pages"] == 0 for r in local if r["pipeline"] == "crag")  # the local setting has no web
+    cragged, judged = ("crag", "crag_extractive"), ("judge", "judge_extractive")
+    assert all(r["evidence"] == 0 for r in web if r["pipeline"] in ("rag", "rag_extractive", *judged))
+    assert all(r["evidence"] == 1 and r["crag_action"] != "correct" for r in web if r["pipeline"] in cragged)
+    assert all(r["web_pages"] == 0 for r in local if r["pipeline"] in cragged)  # the local setting has no web
     for setting in ("local", "split"):
-        for name in ("rag", "rag_extractive", "crag", "judge"):
+        for name in ("rag", "rag_extractive", *cragged, *judged):
             assert by[setting, name, "大熊猫主要吃什么？"]["em"] == 1.0  # a local context, found and copied
+    # extractive CRAG answers with a checked copy; the extractive judge with its own checked copy, no answer call
+    assert all(r["extracted"] and r["answer"].endswith("]") for r in ok if r["pipeline"] == "crag_extractive"
+               and r["evidence"])
+    for r in ok:
+        if r["pipeline"] == "judge_extractive" and r["em"]:
+            twin = by[r["setting"], "judge", r["question"]]
+            assert r["llm_calls"] == twin["llm_calls"] - 1 and r["answer"].endswith("]")
 
 
 def test_summary_has_intervals_and_paired_differences_per_setting(full_run, capsys):
@@ -173,7 +183,7 @@ def test_summary_has_intervals_and_paired_differences_per_setting(full_run, caps
     assert {("local", "all", f"{a} - {b}") for a, b in answers.PAIRS} <= set(paired)
     same = paired["local", "all", "gold - gold_generative"]  # a perfect reader: the same EM on every question
     assert same["n"] == 5 and same["EM diff"] == 0.0 and same["EM diff ci"] == [0.0, 0.0]
-    crag_gain = paired["split", "web", "crag - rag_extractive"]  # CRAG alone reaches the web half
+    crag_gain = paired["split", "web", "crag_extractive - rag_extractive"]  # CRAG alone reaches the web half
     assert crag_gain["evidence diff"] == 1.0 and crag_gain["evidence diff ci"] == [1.0, 1.0]
 
     setup = cmrc["setup"]

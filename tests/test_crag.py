@@ -45,7 +45,7 @@ from rag_lib.graphs.crag import (
     occurs_in,
     refine,
 )
-from rag_lib.graphs.rag import REFUSAL
+from rag_lib.graphs.rag import EXTRACT_PROMPT, REFUSAL
 from rag_lib.websearch import WebSearchError
 
 QUESTION = "Which tokenizer does the Milvus chinese analyzer use?"
@@ -60,7 +60,8 @@ class ScriptedChatModel(BaseChatModel):
     with the real model: a request with the PassageAnswer tool is a grade, with SearchTerms a rewrite."""
 
     terms: list[str] = Field(default_factory=lambda: list(TERMS))
-    calls: list[str] = Field(default_factory=list)  # "grade" | "rewrite" | "answer", in call order
+    span: str = "jieba"  # the reply to an extractive answer's copy request
+    calls: list[str] = Field(default_factory=list)  # "grade" | "rewrite" | "copy" | "answer", in call order
 
     @property
     def _llm_type(self) -> str:
@@ -84,6 +85,9 @@ class ScriptedChatModel(BaseChatModel):
             copied = "jieba" if "ON_TOPIC" in passage else "Beijing"
             answer = '{"answer": "jie' if "GARBLED" in passage else json.dumps({"answer": copied})
             message = tool_call_message(tool, answer)
+        elif str(messages[0].content).startswith(EXTRACT_PROMPT):
+            self.calls.append("copy")
+            message = AIMessage(self.span)
         else:
             self.calls.append("answer")
             message = AIMessage(f"ANSWER FROM <<{' '.join(str(m.content) for m in messages)}>>")
@@ -165,6 +169,28 @@ def test_all_relevant_goes_straight_to_refinement_without_web_search():
     assert [(g["decided_by"], g["relevant"]) for g in state["grades"]] == [("similarity", True)] * 3
     assert state["llm_calls"] == 1
     assert "jieba" in state["answer"] and "data/docs/milvus.md" in state["answer"]
+
+
+def test_extractive_mode_answers_with_a_checked_copy_and_counts_its_calls():
+    docs = [chunk(ANSWER_CHUNK, 0.95)]
+    state, _ = run(crag(docs, ScriptedChatModel(), FakeWeb(), mode="extractive"))
+    assert (state["answer"], state["extracted"], state["llm_calls"]) == ("jieba [1]", True, 1)
+
+    llm = ScriptedChatModel(span="Beijing")  # not in the knowledge: not a copy, so a short sentence instead
+    state, _ = run(crag(docs, llm, FakeWeb(), mode="extractive"))
+    assert llm.calls == ["copy", "answer"] and state["llm_calls"] == 2 and state["extracted"] is False
+    assert state["answer"].startswith("ANSWER FROM")
+
+    llm = ScriptedChatModel(span="Beijing")  # one call in the budget: no fallback sentence, the fixed reply
+    state, _ = run(crag(docs, llm, FakeWeb(), mode="extractive", max_llm_calls=1))
+    assert llm.calls == ["copy"] and state["llm_calls"] == 1 and state["answer"] == REFUSAL["en"]
+
+
+def test_extractive_mode_answers_with_the_graders_checked_copy_without_another_call():
+    llm = ScriptedChatModel(span="Beijing")
+    state, _ = run(crag([chunk("ON_TOPIC " + ANSWER_CHUNK, 0.87)], llm, FakeWeb(), mode="extractive"))
+    assert llm.calls == ["grade", "rewrite"] and state["grades"][0]["copied"] == "jieba"
+    assert (state["answer"], state["extracted"], state["llm_calls"]) == ("jieba [1]", True, 2)
 
 
 def test_no_relevant_document_rewrites_the_query_and_searches_the_web():

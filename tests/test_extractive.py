@@ -13,7 +13,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 
-from rag_lib.graphs.rag import RAGContext, build_rag_graph, cited_span, cleaned_span, extract
+from rag_lib.graphs.rag import RAGContext, build_rag_graph, cited_span, cleaned_span, extract, salvaged_span
 
 DOCS = [
     Document("Milvus listens on port 19530 by default.", metadata={"source": "milvus.md"}),
@@ -45,7 +45,7 @@ def model(*replies: str) -> RecordingModel:
 
 
 def test_a_span_found_in_a_passage_is_the_answer_with_its_citation():
-    llm = model("k = 60", "RRF usually sets k to 60 [2].")  # "k = 60" is not in the passage as written
+    llm = model("k = sixty", "RRF usually sets k to 60 [2].")  # no part of "k = sixty" is a copy from a passage
     assert extract("What k does RRF use?", DOCS, model("60")) == ("60 [2]", True)
     answer, extracted = extract("What k does RRF use?", DOCS, llm)
     assert (answer, extracted) == ("RRF usually sets k to 60 [2].", False)  # the copy failed: a short sentence
@@ -69,6 +69,21 @@ def test_the_graph_in_extractive_mode_streams_no_unchecked_copy():
 )
 def test_a_reply_is_cleaned_to_what_a_copied_span_looks_like(reply: str, span: str):
     assert cleaned_span(reply) == span
+
+
+def test_a_sentence_around_the_span_is_salvaged_without_a_second_call():
+    llm = model("Milvus listens on 19530")  # a sentence, not a copy: its copied part is the answer
+    assert extract("Which port does Milvus listen on?", DOCS, llm) == ("19530 [1]", True) and len(llm.calls) == 1
+    death = [Document("2003年11月11日于其自宅坠楼身亡，警方依其遗留之字条推定为自杀。")]
+    assert salvaged_span("蔡敏的死因是自杀", "蔡敏的死因是什么？", death) == "自杀"
+
+
+@pytest.mark.parametrize(
+    "reply", ["I do not know", "Milvus listens", "The port is 1953", "RRF"],
+)
+def test_nothing_is_salvaged_from_question_words_cut_words_or_glued_numbers(reply: str):
+    # "o n" of "do not" occurs in "on port", "1953" is glued to "19530": neither is a copy
+    assert salvaged_span(reply, "Which port does Milvus listen on? What is RRF?", DOCS) == ""
 
 
 def test_a_span_glued_to_a_longer_number_is_not_a_copy():

@@ -43,6 +43,7 @@ from rag_lib.graphs.judge import (
     sqlite_checkpointer,
     tree_rows,
 )
+from rag_lib.graphs.rag import EXTRACT_PROMPT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +52,7 @@ class ScriptedModel(BaseChatModel):
     """TEST DOUBLE for the chat model: scripted judgments per (question, passage), canned answers."""
 
     script: dict[tuple[str, str], Judgment]
+    span: str = ""  # the reply to an extractive answer's copy request
     _calls: list[tuple[str, str]] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
@@ -69,6 +71,9 @@ class ScriptedModel(BaseChatModel):
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:
         question = str(messages[-1].content)  # the answer prompt's user turn is the question alone
+        if str(messages[0].content).startswith(EXTRACT_PROMPT):
+            self._record("copy", question)
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(self.span))])
         self._record("answer", question)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(f"ANSWER({question})"))])
 
@@ -104,8 +109,8 @@ AUTHORS = doc("HNSW was described by Malkov and Yashunin.")
 FU = "Who described HNSW?"
 
 
-def run(table, script, thread="root", checkpointer=None, **kwargs):
-    model = ScriptedModel(script=script)
+def run(table, script, thread="root", checkpointer=None, span="", **kwargs):
+    model = ScriptedModel(script=script, span=span)
     graph = build_judge_graph(checkpointer)
     context = JudgeContext(retriever=TableRetriever(table=table), llm=model, **kwargs)
     final = graph.invoke({"question": next(iter(table))}, {"configurable": {"thread_id": thread}}, context=context)
@@ -124,6 +129,27 @@ def test_a_chunk_scoring_2_is_answered_without_recursion():
     assert final["sub_answers"] == []
     assert final["plan"] == [{"index": 0, "explore": False, "why": "a chunk scores 2: no follow-up needed"}]
     assert sorted((r["index"], r["score"]) for r in final["judgments"]) == [(0, 1), (1, 2)]
+
+
+def test_extractive_mode_answers_with_a_checked_copy_of_the_judges_answer_and_no_answer_call():
+    script = {
+        (Q, M30.page_content): Judgment(score=1, follow_up=FU),
+        (Q, AUTHORS.page_content): Judgment(score=2, answer="Malkov and Yashunin"),
+    }
+    _, model, final = run({Q: [M30, AUTHORS]}, script, mode="extractive")
+    assert [k for k, _ in model.calls] == ["judge", "judge"]
+    assert (final["answer"], final["llm_calls"]) == ("Malkov and Yashunin [2]", 2)  # cites the second kept chunk
+
+
+def test_extractive_mode_without_a_usable_copy_asks_for_one_and_falls_back_within_the_budget():
+    script = {(Q, M30.page_content): Judgment(score=1)}  # no 2, no follow-up: extract from the chunk
+    _, model, final = run({Q: [M30]}, script, span="30", mode="extractive")
+    assert [k for k, _ in model.calls] == ["judge", "copy"] and final["answer"] == "30 [1]"
+    _, model, final = run({Q: [M30]}, script, span="thirty", mode="extractive")  # not a copy: a sentence
+    assert [k for k, _ in model.calls] == ["judge", "copy", "answer"] and final["llm_calls"] == 3
+    _, model, final = run({Q: [M30]}, script, span="thirty", mode="extractive", max_llm_calls=2)
+    assert [k for k, _ in model.calls] == ["judge", "copy"] and final["llm_calls"] == 2  # no call left for it
+    assert final["answer"] == "The documents do not contain this information."
 
 
 def test_chunks_scored_1_run_the_same_graph_on_their_follow_ups(tmp_path):

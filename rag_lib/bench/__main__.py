@@ -7,7 +7,7 @@ import sys
 
 BENCHMARKS = {
     "quickstart": "model assembly/load, indexing throughput, per-question latency of the quickstart",
-    "answers": "answer quality on CMRC 2018 (all local / half web): LLM-only, RAG, extractive RAG, CRAG, judge, gold; resumable",
+    "answers": "answers on CMRC 2018 (all local / half web): LLM-only, RAG, CRAG, judge (generative, extractive), gold; resumable",
     "index": "indexing stages, ANN sweep (FLAT/IVF/HNSW recall@10 vs latency, build, size), Lite's dropped params",
     "retrieval": "CMRC 2018 retrieval quality + latency per pipeline, beside a rank_bm25/numpy peer baseline",
     "agent": "agentic RAG (create_agent, tool-or-answer decoding) beside Corrective RAG: first-step choice, answers",
@@ -19,6 +19,7 @@ BENCHMARKS = {
     "crossing": "where HNSW overtakes FLAT: clustered vectors at 1k-200k through Milvus Lite, faiss and numpy (recall, CPU, latency)",
     "embeddings": "a second embedding model (USE, 512-d) beside e5 in one collection: each alone, fused, and indexing speed",
     "lite": "Milvus Lite: BM25 statistics per segment (unflushed / one / many flushes), latency at 1k-100k chunks, profile",
+    "builds": "two llama.cpp builds (portable AVX2 vs e.g. AVX-512) on the same answer prompts: prompt tok/s, answers",
     "advanced": "notebook 05's query transforms and paths on 37 cross-lingual questions: file recall@3, MRR, CIs",
 }
 

@@ -8,10 +8,11 @@ results):
   "local", every context indexed in Milvus Lite (the standard RAG setting; CRAG's web is empty), and "split",
   even contexts indexed, odd ones only in the offline "web" corpus (where only CRAG can reach them).
   Pipelines (--pipelines), each run as the course runs it, a graph with its runtime context: llm_only (no
-  retrieval), rag (RAGContext, generative), rag_extractive (RAGContext(mode="extractive")), crag, judge, and the
-  bound with retrieval taken as perfect: gold (the extractive RAG graph whose retriever returns the question's own
-  context) and gold_generative (the same, generative). llm_only and the gold pipelines read no index, so they run
-  once per question and their row is copied into the other setting ("copied_from").
+  retrieval), rag (RAGContext, generative), rag_extractive (RAGContext(mode="extractive")), crag and judge (each
+  generative, and extractive as crag_extractive and judge_extractive), and the bound with retrieval taken as
+  perfect: gold (the extractive RAG graph whose retriever returns the question's own context) and gold_generative
+  (the same, generative). llm_only and the gold pipelines read no index, so they run once per question and their
+  row is copied into the other setting ("copied_from").
   Per (setting, pipeline, question) row: EM, F1, contains gold, evidence (a gold answer in what the generator
   read), LLM calls, prompt and generated tokens, seconds, and the error if the pipeline raised (recorded, scored
   0, the run goes on). Each row is appended at once to <runs-dir>/<setting>.jsonl: a run stopped at any point and
@@ -84,12 +85,14 @@ from rag_lib.websearch import OfflineWebSearch
 DATA = PROJECT_ROOT / "data"
 NAIVE_SYSTEM = "You grade retrieved passages."
 METRICS = ("em", "f1", "contains", "evidence", "llm_calls", "prompt_tokens", "completion_tokens", "s")
-PIPELINES = ("llm_only", "rag", "rag_extractive", "crag", "judge", "gold", "gold_generative")
+PIPELINES = ("llm_only", "rag", "rag_extractive", "crag", "crag_extractive", "judge", "judge_extractive", "gold",
+             "gold_generative")
 INDEX_FREE = ("llm_only", "gold", "gold_generative")  # read no index: one run per question serves every setting
 SETTINGS = ("local", "split")
 # paired differences reported (first - second), when both pipelines have rows
-PAIRS = (("rag", "llm_only"), ("rag_extractive", "rag"), ("crag", "rag"), ("crag", "rag_extractive"),
-         ("judge", "rag"), ("judge", "rag_extractive"), ("gold", "rag_extractive"), ("gold_generative", "rag"),
+PAIRS = (("rag", "llm_only"), ("rag_extractive", "rag"), ("crag", "rag"), ("crag_extractive", "rag_extractive"),
+         ("crag_extractive", "crag"), ("judge", "rag"), ("judge_extractive", "rag_extractive"),
+         ("judge_extractive", "judge"), ("gold", "rag_extractive"), ("gold_generative", "rag"),
          ("gold", "gold_generative"))
 # summary label -> row field: a mean with its bootstrap interval
 MEANS = {"EM": "em", "F1": "f1", "contains gold": "contains", "evidence": "evidence", "LLM calls": "llm_calls",
@@ -288,6 +291,11 @@ def judge_context(state: dict) -> list[str]:
             if r["score"] != 0]
 
 
+def crag_context(state: dict) -> list[str]:
+    """What CRAG's generator read: the refined knowledge (kept strips of local passages and web pages)."""
+    return [d.page_content for d in state["knowledge"]]
+
+
 def rag_context(state: dict) -> list[str]:
     """What a RAG graph's generator read: the passages that passed the retriever."""
     return [d.page_content for d in state["documents"]]
@@ -298,8 +306,10 @@ CONTEXT_OF: dict[str, Callable[[dict], list[str]]] = {
     "llm_only": lambda state: [],
     "rag": rag_context,
     "rag_extractive": rag_context,
-    "crag": lambda state: [d.page_content for d in state["knowledge"]],
+    "crag": crag_context,
+    "crag_extractive": crag_context,
     "judge": judge_context,
+    "judge_extractive": judge_context,
     "gold": rag_context,
     "gold_generative": rag_context,
 }
@@ -382,8 +392,8 @@ def indexed_pipelines(
     llm: BaseChatModel, data: Dataset, setting: str, folder: Path, stack: ExitStack,
 ) -> dict[str, Callable[[dict], Runnable]]:
     """Index the setting's local contexts into a new Milvus Lite database in `folder` (closed by `stack`) and bind
-    rag, rag_extractive, crag (web: the setting's web pages, none when local) and judge to it, with the course's
-    runtime contexts."""
+    rag, crag (web: the setting's web pages, none when local) and judge, generative and extractive, to it, with the
+    course's runtime contexts."""
     files = folder / setting
     files.mkdir()
     _, pages = cmrc_setup(data, files, setting)
@@ -401,24 +411,26 @@ def indexed_pipelines(
         "rag": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm)),
         "rag_extractive": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm,
                                                       mode="extractive")),
-        "crag": build_crag_graph().bind(context=CRAGContext(
-            retriever=retriever(), llm=llm, web_search=OfflineWebSearch(pages), max_llm_calls=CRAG_MAX_LLM_CALLS)),
-        "judge": build_judge_graph().bind(context=JudgeContext(
-            retriever=retriever(), llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
-            min_similarity=cutoff)),
     }
+    crag, judge, web = build_crag_graph(), build_judge_graph(), OfflineWebSearch(pages)
+    for suffix, mode in (("", "generative"), ("_extractive", "extractive")):
+        graphs["crag" + suffix] = crag.bind(context=CRAGContext(
+            retriever=retriever(), llm=llm, web_search=web, max_llm_calls=CRAG_MAX_LLM_CALLS, mode=mode))
+        graphs["judge" + suffix] = judge.bind(context=JudgeContext(
+            retriever=retriever(), llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
+            min_similarity=cutoff, mode=mode))
     return {name: (lambda q, graph=graph: graph) for name, graph in graphs.items()}
 
 
 def details(pipeline: str, state: dict) -> dict:
     """What a pipeline decided on its way, for reading the rows: passages, span found, CRAG's action, follow-ups."""
-    if pipeline == "crag":
+    extracted = {"extracted": state["extracted"]} if "extracted" in state else {}
+    if CONTEXT_OF[pipeline] is crag_context:
         return {"crag_action": state.get("action", ""), "web_query": state.get("web_query", ""),
-                "web_pages": len(state.get("web_results", []))}
-    if pipeline == "judge":
+                "web_pages": len(state.get("web_results", []))} | extracted
+    if CONTEXT_OF[pipeline] is judge_context:
         return {"follow_ups": len(state.get("sub_answers", []))}
     if CONTEXT_OF[pipeline] is rag_context:
-        extracted = {"extracted": state["extracted"]} if "extracted" in state else {}
         return {"passages": len(state.get("documents", []))} | extracted
     return {}
 

@@ -42,7 +42,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from pydantic import BaseModel, Field
 
-from rag_lib.graphs.rag import answer_messages, refusal_for
+from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, refusal_for
 from rag_lib.matching import occurs_in
 from rag_lib.models import E5_MIN_SIMILARITY, StructuredOutputError, default_min_similarity, structured_output
 from rag_lib.prompts import PASSAGE_RULE, cap_question, fit_prompt, passage_block
@@ -98,6 +98,7 @@ class CRAGState(TypedDict, total=False):
     strips: list[dict]  # every knowledge strip: source, text, score, kept (refine_knowledge)
     knowledge: list[Document]  # recomposed kept strips, one Document per source: what the generator sees
     answer: str  # the cited answer (generate) or the refusal (refuse), with a note when the web failed
+    extracted: bool  # extractive mode: True when the answer is a span found in the knowledge (generate)
     llm_calls: Annotated[int, operator.add]  # each node adds the calls it made
     notes: Annotated[list[str], operator.add]  # human-readable trace of decisions and failures
 
@@ -124,8 +125,10 @@ class CRAGContext:
     min_strip_score: float = 0.3  # share of the question's words a strip needs to be kept
     web_timeout: float = WEB_TIMEOUT  # seconds to wait for the web search before answering without it
     ask_before_web: bool = False  # pause for the user's approval before each web search (needs a checkpointer)
+    mode: str = "generative"  # or "extractive": the answer is a copied span checked against the knowledge
 
     def __post_init__(self) -> None:
+        check_mode(self.mode)
         band = self.thresholds
         if band is not None and not (isinstance(band, (tuple, list)) and len(band) == 2):
             raise ValueError(
@@ -404,8 +407,19 @@ def failure_note(state: CRAGState) -> str:
 
 
 def generate(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """Answer from the refined knowledge, citing its sources, with a note when the web search failed."""
+    """Answer from the refined knowledge, citing its sources, with a note when the web search failed. Extractive
+    mode: the grader's checked copy when the knowledge holds it (no call), else a checked copy of the answering span,
+    with the fallback sentence only when the budget has a call left for it."""
     llm = runtime.context.llm
+    if runtime.context.mode == "extractive":
+        copies = [g["copied"] for g in state.get("grades", []) if g["relevant"] and g["copied"]]
+        cited = next(filter(None, (cited_span(cleaned_span(c), state["knowledge"]) for c in copies)), None)
+        if cited:
+            return {"answer": cited + failure_note(state), "extracted": True}
+        fallback = remaining(state, runtime.context) >= 2
+        answer, extracted = extract(state["question"], state["knowledge"], llm, fallback)
+        calls = 2 if fallback and not extracted else 1
+        return {"answer": answer + failure_note(state), "extracted": extracted, "llm_calls": calls}
     reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"], llm))
     return {"answer": str(reply.content).strip() + failure_note(state), "llm_calls": 1}
 

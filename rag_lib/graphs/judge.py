@@ -48,7 +48,7 @@ from langgraph.types import Overwrite, Send
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
-from rag_lib.graphs.rag import answer_messages, refusal_for
+from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, refusal_for
 from rag_lib.matching import grounded
 from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
@@ -99,9 +99,11 @@ class JudgeContext:
     max_llm_calls: int = 12  # model calls for the whole tree: the root run's budget
     min_similarity: float | None = None  # chunks below this cosine score 0 without a model call (None: no cutoff)
     answer_tokens: int = 80  # the longest answer `generate` may write, in tokens
+    mode: str = "generative"  # or "extractive": answer with a checked copy of the answering span
 
     def __post_init__(self) -> None:
-        """A bad limit fails here, before any node runs."""
+        """A bad limit or mode fails here, before any node runs."""
+        check_mode(self.mode)
         if self.max_llm_calls < 1 or self.max_depth < 0:
             raise ValueError(
                 f"max_llm_calls={self.max_llm_calls}, max_depth={self.max_depth}: need max_llm_calls >= 1 and "
@@ -301,12 +303,31 @@ def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
     return {"sub_answers": [sub], "llm_calls": sub["llm_calls"]}
 
 
+def copied_answer(records: list[dict], documents: list[Document]) -> str | None:
+    """The answer a judge copied from a chunk it scored 2, cited, when the copy occurs in a passage as written:
+    extractive mode answers with it and no further call."""
+    for record in records:
+        cited = cited_span(cleaned_span(record["answer"]), documents) if record["score"] == 2 else None
+        if cited:
+            return cited
+    return None
+
+
 def generate(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
-    """The answer from the chunks not scored 0, each with its follow-up's answer folded in."""
+    """The answer from the chunks not scored 0, each with its follow-up's answer folded in. Extractive mode: a
+    score-2 chunk's checked copy (no call), else a checked copy by `extract`, whose fallback sentence is written
+    only when the budget has a second call left."""
     llm = runtime.context.llm
     subs = {s["index"]: s for s in state.get("sub_answers", [])}
     kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]  # 1, 2, unjudged
     documents = [Document(fold(r, subs.get(r["index"])), metadata={"source": r["source"]}) for r in kept]
+    if runtime.context.mode == "extractive":
+        cited = copied_answer(kept, documents)
+        if cited:
+            return {"answer": cited, "llm_calls": 0}
+        fallback = state["budget"] - state.get("llm_calls", 0) >= 2
+        answer, extracted = extract(state["question"], documents, llm, fallback)
+        return {"answer": answer, "llm_calls": 2 if fallback and not extracted else 1}
     writer = llm.bind(max_tokens=runtime.context.answer_tokens)
     reply = writer.invoke(answer_messages(state["question"], documents, llm))
     return {"answer": str(reply.content).strip(), "llm_calls": 1}

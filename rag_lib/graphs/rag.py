@@ -29,7 +29,7 @@ from langgraph.runtime import Runtime
 
 from rag_lib.matching import occurs_in
 from rag_lib.prompts import PASSAGE_REMINDER, PASSAGE_RULE, fit_prompt, passage_block
-from rag_lib.text import detect_language
+from rag_lib.text import detect_language, tokenize
 
 SYSTEM_PROMPT = (
     "You answer questions using only the numbered context passages. Answer briefly in the language of the "
@@ -45,6 +45,7 @@ EXTRACT_REMINDER = "Remember: copy the answer from the passages above; a passage
 EXTRACT_TOKENS = 48  # a span is short: a reply this long is not a span
 FALLBACK_TOKENS = 96  # the short sentence written when the copy is not found in the passages
 MODES = ("generative", "extractive")
+SPAN_PUNCTUATION = " \"'“”‘’「」『』。.，,；;:："  # stripped from the ends of a copied span
 
 
 class RAGState(TypedDict, total=False):
@@ -63,8 +64,13 @@ class RAGContext:
     mode: str = "generative"  # or "extractive": copy the answering span, checked against the passages
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"mode={self.mode!r}: choose 'generative' (a cited sentence) or 'extractive' (a copied span).")
+        check_mode(self.mode)
+
+
+def check_mode(mode: str) -> None:
+    """A clear error for an answer mode that is neither "generative" nor "extractive"."""
+    if mode not in MODES:
+        raise ValueError(f"mode={mode!r}: choose 'generative' (a cited sentence) or 'extractive' (a copied span).")
 
 
 def format_context(documents: list[Document]) -> str:
@@ -104,7 +110,7 @@ def cleaned_span(reply: str) -> str:
     """The reply's first line without quotes, citation markers or final punctuation: what a span copy looks like."""
     line = next((part.strip() for part in reply.strip().splitlines() if part.strip()), "")
     line = re.sub(r"\s*\[\d+\]", "", line).strip()
-    return line.strip(" \"'“”‘’「」『』。.，,；;:：")
+    return line.strip(SPAN_PUNCTUATION)
 
 
 def cited_span(span: str, documents: list[Document]) -> str | None:
@@ -115,14 +121,46 @@ def cited_span(span: str, documents: list[Document]) -> str | None:
     return None
 
 
-def extract(question: str, documents: list[Document], llm: BaseChatModel) -> tuple[str, bool]:
-    """(answer, extracted): the copied span with its citation, or a short generative answer when the span is not in
-    any passage. The copy is not streamed (TAG_NOSTREAM): a span that fails the check never reaches the user."""
+def same_word(a: str, b: str) -> bool:
+    """Equal, or one the start of the other when both have 4+ characters ("listen" / "listens"): a crude stem."""
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+
+
+def salvaged_span(reply: str, question: str, documents: list[Document]) -> str:
+    """The longest piece of a reply that is not a copy ("蔡敏的死因是自杀" for a passage saying "推定为自杀") that
+    occurs in a passage and whose words are all new to the question ("自杀"); "" when none does. A small model
+    often answers in a sentence around the span it was asked to copy."""
+    asked = set(tokenize(question))
+
+    def inside_a_word(i: int) -> bool:  # a cut between two letters or digits of one ASCII word
+        return 0 < i < len(reply) and (reply[i - 1] + reply[i]).isascii() and (reply[i - 1] + reply[i]).isalnum()
+
+    for length in range(len(reply), 1, -1):
+        for start in range(len(reply) - length + 1):
+            end = start + length
+            piece = reply[start:end]
+            if (piece != piece.strip(SPAN_PUNCTUATION) or inside_a_word(start) or inside_a_word(end)
+                    or not cited_span(piece, documents)):
+                continue
+            words = set(tokenize(piece))
+            if words and not any(same_word(word, other) for word in words for other in asked):
+                return piece
+    return ""
+
+
+def extract(question: str, documents: list[Document], llm: BaseChatModel, fallback: bool = True) -> tuple[str, bool]:
+    """(answer, extracted): the copied span with its citation (or the part of the reply that is a copy,
+    `salvaged_span`), or, when no passage holds it, a short generative answer (a second call; `fallback` False: the
+    "not in the documents" reply instead, for a caller whose call budget is spent). The copy is not streamed
+    (TAG_NOSTREAM): a span that fails the check never reaches the user."""
     copier = llm.bind(max_tokens=EXTRACT_TOKENS).with_config(tags=[TAG_NOSTREAM])
     question, documents = fit_prompt(copier, extract_prompt, question, documents)
-    cited = cited_span(cleaned_span(str(copier.invoke(extract_prompt(question, documents)).content)), documents)
+    span = cleaned_span(str(copier.invoke(extract_prompt(question, documents)).content))
+    cited = cited_span(span, documents) or cited_span(salvaged_span(span, question, documents), documents)
     if cited:
         return cited, True
+    if not fallback:
+        return refusal_for(question), False
     reply = llm.bind(max_tokens=FALLBACK_TOKENS).invoke(answer_messages(question, documents, llm))
     return str(reply.content).strip(), False
 
