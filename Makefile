@@ -12,7 +12,16 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_F
 export OPENBLAS_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup browser demo test lab app bench clean
+# llama.cpp for this CPU's AVX-512 (VNNI, BF16, VBMI), opt-in: `make llama-avx512` reads prompts faster
+# (`python -m rag_lib.bench builds` measures it), `make llama-portable` goes back. Not the default: the committed
+# notebook outputs come from the portable build, and the AVX-512 one sums in another order, so some generated words
+# differ and `make test` reports them. A wheel in $(WHEELS)/avx512 is used when present, else it is compiled.
+LLAMA_VERSION := 0.3.36
+AVX512_FLAGS  := avx512f avx512bw avx512vl avx512_vnni avx512_bf16 avx512vbmi
+AVX512_CMAKE  := $(CMAKE_ARGS) -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON
+AVX512_WHEEL  := $(firstword $(wildcard $(WHEELS)/avx512/llama_cpp_python-$(LLAMA_VERSION)-*.whl))
+
+.PHONY: setup browser demo test lab app bench clean llama-avx512 llama-portable
 
 setup: $(VENV)/.installed
 
@@ -53,6 +62,16 @@ app: setup  ## the Gradio RAG app on http://127.0.0.1:7860
 
 bench: setup  ## quickstart benchmark (table + JSON in bench_results/)
 	$(PY) -m rag_lib.bench quickstart
+
+llama-avx512: setup  ## llama.cpp built for AVX-512 CPUs: faster prompts, some answers worded differently
+	@for flag in $(AVX512_FLAGS); do grep -qw $$flag /proc/cpuinfo || \
+		{ echo "this CPU lacks $$flag: the AVX-512 build would die with an illegal instruction" >&2; exit 1; }; done
+	$(if $(AVX512_WHEEL),$(PIP) install --quiet --force-reinstall --no-deps $(AVX512_WHEEL),\
+	CMAKE_ARGS="$(AVX512_CMAKE)" $(PIP) install --quiet --force-reinstall --no-deps --no-cache-dir \
+		--no-binary llama-cpp-python llama-cpp-python==$(LLAMA_VERSION))
+
+llama-portable: setup  ## back to the portable AVX2 build the notebooks' outputs were made with
+	$(PIP) install --quiet --force-reinstall --no-deps $(FIND_LINKS) llama-cpp-python==$(LLAMA_VERSION)
 
 clean:
 	rm -rf $(VENV) .milvus
