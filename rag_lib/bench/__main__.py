@@ -20,6 +20,7 @@ BENCHMARKS = {
     "embeddings": "a second embedding model (USE, 512-d) beside e5 in one collection: each alone, fused, and indexing speed",
     "lite": "Milvus Lite: BM25 statistics per segment (unflushed / one / many flushes), latency at 1k-100k chunks, profile",
     "multihop": "51 two-hop questions over data/: plain RAG vs the recursive judge (follow-ups, calls, seconds); resumable",
+    "judging": "the judge's 0/1/2 against 97 labelled passages (data/judge_labels.json): agreement, confusion, Wilson CI",
     "builds": "two llama.cpp builds (portable AVX2 vs e.g. AVX-512) on the same answer prompts: prompt tok/s, answers",
     "advanced": "notebook 05's query transforms and paths on 37 cross-lingual questions: file recall@3, MRR, CIs",
 }

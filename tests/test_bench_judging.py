@@ -1,0 +1,67 @@
+"""The judge's labelled set (data/judge_labels.json, built by `python -m rag_lib.bench judging --build`) and the
+agreement measurement. The committed set must be what the builder makes from the committed question files, and each
+label must mean what it says. The measuring run uses a TEST DOUBLE chat model (`AlwaysTwo`: every passage gets a 2
+with a made-up answer), so the judge's checks, not the model, decide the scores; no timing."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from rag_lib.bench import judging
+from rag_lib.matching import occurs_in
+
+
+def test_the_committed_labelled_set_is_what_the_builder_makes_and_each_label_means_what_it_says():
+    items = json.loads(judging.LABELS.read_text(encoding="utf-8"))
+    assert items == judging.build_labels()
+    assert [sum(i["label"] == k for i in items) for k in (0, 1, 2)] == [23, 51, 23]
+    def by_question(name: str) -> dict[str, dict]:
+        return {q["question"]: q for q in json.loads((judging.DATA / name).read_text(encoding="utf-8"))}
+
+    sample, multihop = by_question("sample_questions.json"), by_question("multihop_questions.json")
+    for item in items:
+        assert item["passage"] in judging.chunks_of(item["source"])  # a chunk as the indexer cuts it
+        if item["label"] == 2:
+            assert occurs_in(sample[item["question"]]["answer"], item["passage"])
+        elif item["label"] == 0:
+            assert item["source"] != f"docs/{sample[item['question']]['source']}"
+        else:
+            question = multihop[item["question"]]
+            assert occurs_in(question["hops"][0]["evidence"], item["passage"])
+            assert not occurs_in(question["answer"], item["passage"])
+
+
+class AlwaysTwo(BaseChatModel):
+    """TEST DOUBLE: gives every passage a 2 with an answer that no passage holds."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "always-two-test-double"
+
+    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        arguments = json.dumps({"score": 2, "answer": "zyzzyva quux"})
+        call = {"id": "call_0", "type": "function", "function": {"name": "Judgment", "arguments": arguments}}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("", additional_kwargs={"tool_calls": [call]}))])
+
+
+def test_agreement_of_the_models_score_and_of_the_checked_score(monkeypatch, bench_output):
+    monkeypatch.setattr(judging, "get_chat_model", AlwaysTwo)
+    judging.main(["--limit", "30", "--out", "mini_judging"])  # the first 30: 23 labelled 2, then 7 labelled 0
+    results = bench_output("mini_judging")
+    raw, checked = results["summary"]
+    assert (raw["score"], raw["n"], raw["agree"]) == ("llm score", 30, 23)  # a 2 for everything: right on the 2s
+    assert raw["confusion (label -> score)"]["0"]["2"] == 7
+    assert checked["agree"] == 0  # the made-up answer is in no chunk: every 2 is lowered to 1
+    assert checked["confusion (label -> score)"]["2"]["1"] == 23
+    low, high = raw["95% CI"]
+    assert low < raw["agreement"] < high
