@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from tqdm import tqdm
 
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.bench.answers import (
-    JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, append_row, clear_prompt_cache, compare, describe, judge_context,
+    JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, FileNamed, append_row, clear_prompt_cache, compare, describe, judge_context,
     model_name, names, rag_context, read_jsonl, rescored, run_pipeline, token_counter_for, with_ci,
 )
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
@@ -66,8 +67,8 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, R
     index_directory(client, corpus, embeddings, progress=False)
     cutoff = default_min_similarity()
 
-    def retriever(**kwargs: Any) -> Retriever:
-        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
+    def retriever(**kwargs: Any) -> BaseRetriever:
+        return FileNamed(retriever=Retriever(client=client, embeddings=embeddings, k=K, **kwargs))
 
     rag, judge = build_rag_graph(), build_judge_graph()
     graphs = {}
