@@ -381,3 +381,21 @@ def test_a_missing_cmrc_file_stops_the_run_before_any_model_call(tmp_path, monke
     monkeypatch.setattr(answers, "get_chat_model", lambda: pytest.fail("no model may be loaded"))
     with pytest.raises(SystemExit, match="CMRC_PATH"):
         answers.main(["--parts", "cmrc", "--cmrc", str(tmp_path / "missing.json")])
+
+
+def test_where_the_seconds_go_recovers_known_costs_and_skips_copies_and_errors():
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(40):
+        prompt, generated, calls = int(rng.integers(200, 2000)), int(rng.integers(1, 100)), int(rng.integers(1, 6))
+        rows.append({"pipeline": "a" if i % 2 else "b", "prompt_tokens": prompt, "completion_tokens": generated,
+                     "llm_calls": calls, "s": 0.03 * prompt + 0.06 * generated + 0.5 * calls + 0.2, "error": ""})
+    noise = [rows[0] | {"s": 999.0, "error": "RuntimeError"}, rows[1] | {"s": 999.0, "copied_from": "local"}]
+    where = answers.where_seconds_go(rows + noise)  # neither an error nor a copied row is a run to fit
+    fit = where["fit"]
+    assert fit["rows"] == 40 and fit["R2"] == pytest.approx(1.0)
+    assert fit["s per 1,000 prompt tokens"] == pytest.approx(30.0) and fit["s per generated token"] == pytest.approx(0.06)
+    assert fit["s per LLM call"] == pytest.approx(0.5) and fit["s per run (rest)"] == pytest.approx(0.2, abs=1e-6)
+    a = where["per pipeline"]["a"]
+    assert sum(v for k, v in a.items() if k.startswith("s from")) == pytest.approx(a["s measured (mean)"])
+    assert answers.where_seconds_go(rows[:5]) == {}  # too few runs to fit four costs

@@ -640,6 +640,30 @@ def summarize_setting(setting: str, rows: list[dict]) -> tuple[list[dict], list[
     return summary, paired
 
 
+def where_seconds_go(rows: list[dict]) -> dict:
+    """Where an answer's seconds go, from the rows themselves: a least-squares fit of seconds = a x prompt tokens +
+    b x generated tokens + c x LLM calls + d (retrieval, embedding, the graph) over the rows that ran (not copied,
+    no error), and per pipeline the mean seconds each term accounts for."""
+    ran = [r for r in rows if not r["error"] and "copied_from" not in r]
+    if len(ran) < 8:
+        return {}
+    features = np.array([[r["prompt_tokens"], r["completion_tokens"], r["llm_calls"], 1.0] for r in ran])
+    seconds = np.array([r["s"] for r in ran])
+    coefficients = np.linalg.lstsq(features, seconds, rcond=None)[0]
+    residual = seconds - features @ coefficients
+    fit = {"s per 1,000 prompt tokens": 1000 * coefficients[0], "s per generated token": coefficients[1],
+           "s per LLM call": coefficients[2], "s per run (rest)": coefficients[3], "rows": len(ran),
+           "R2": 1 - float(residual @ residual) / float(((seconds - seconds.mean()) ** 2).sum())}
+    terms = ("prompt tokens", "generated tokens", "LLM calls", "rest")
+    per_pipeline = {}
+    for name in dict.fromkeys(r["pipeline"] for r in ran):
+        mine = features[[r["pipeline"] == name for r in ran]]
+        parts = mine.mean(axis=0) * coefficients
+        per_pipeline[name] = {"s measured (mean)": float(np.mean([r["s"] for r in ran if r["pipeline"] == name]))} | {
+            f"s from {term}": float(part) for term, part in zip(terms, parts)}
+    return {"fit": {k: float(v) for k, v in fit.items()}, "per pipeline": per_pipeline}
+
+
 def sample_rows(runs_dir: Path, setting: str, sample: list[dict]) -> list[dict]:
     """The setting's rows for the questions of the sample (the first row of each pipeline and question), re-scored."""
     wanted, seen, rows = {q["id"] for q in sample}, set(), []
@@ -669,9 +693,10 @@ def summarize_cmrc(
     setup_before = keep.get("setup", {}).get("settings", {})
     summary = [r for r in keep.get("summary", []) if r["setting"] not in settings]
     paired = [r for r in keep.get("paired", []) if r["setting"] not in settings]
-    per_setting, models = {k: v for k, v in setup_before.items() if k not in settings}, set()
+    per_setting, models, every_row = {k: v for k, v in setup_before.items() if k not in settings}, set(), []
     for setting in settings:
         rows = sample_rows(runs_dir, setting, sample)
+        every_row += rows
         models |= {row.get("model", "?") for row in rows}
         part, pairs = summarize_setting(setting, rows)
         summary, paired = summary + part, paired + pairs
@@ -701,7 +726,7 @@ def summarize_cmrc(
                       "at end": sessions[-1].get("load_1min at end") if sessions else None},
         "sessions": sessions, "settings": per_setting,
     }
-    return {"setup": setup, "summary": summary, "paired": paired}
+    return {"setup": setup, "summary": summary, "paired": paired, "where the seconds go": where_seconds_go(every_row)}
 
 
 def with_ci(row: dict, label: str, digits: int = 2) -> str:
@@ -729,6 +754,19 @@ def print_tables(cmrc: dict, settings: list[str]) -> None:
                 {"context in": r["context in"], "comparison": r["comparison"], "n": r["n"],
                  **{f"{label} diff": with_ci(r, f"{label} diff", 1 if label == "s" else 2) for label in DIFFERENCES}}
                 for r in pairs]))
+
+
+def print_seconds(cmrc: dict) -> None:
+    """The fitted cost of a prompt token, a generated token and a call, and what each costs every pipeline."""
+    where = cmrc.get("where the seconds go") or {}
+    if not where:
+        return
+    fit = where["fit"]
+    print(f"\nwhere the seconds go (fit over {fit['rows']:.0f} runs, R2 {fit['R2']:.2f}): "
+          f"{fit['s per 1,000 prompt tokens']:.1f} s per 1,000 prompt tokens, {fit['s per generated token']:.3f} s "
+          f"per generated token, {fit['s per LLM call']:.2f} s per call, {fit['s per run (rest)']:.2f} s per run")
+    print(format_table([{"pipeline": name} | {k: f"{v:.1f}" for k, v in row.items()}
+                        for name, row in where["per pipeline"].items()]))
 
 
 def stop_on_sigterm() -> Callable[[], None]:
@@ -790,6 +828,7 @@ def main(argv: list[str]) -> None:
         results["cmrc"] = summarize_cmrc(results.get("cmrc", {}), data, args.cmrc, sample, settings, runs_dir,
                                          args.seed)
         print_tables(results["cmrc"], settings)
+        print_seconds(results["cmrc"])
         print("\nwrote", write_results("answers", results, meta, path=out))  # the measurement's own record stays
         return
     llm = get_chat_model()
@@ -809,6 +848,7 @@ def main(argv: list[str]) -> None:
         results["cmrc"] = summarize_cmrc(results.get("cmrc", {}), data, args.cmrc, sample, settings, runs_dir,
                                          args.seed)
         print_tables(results["cmrc"], settings)
+        print_seconds(results["cmrc"])
     print("\nwrote", write_results("answers", results, path=out))
 
 
