@@ -46,6 +46,8 @@ EXTRACT_TOKENS = 48  # a span is short: a reply this long is not a span
 FALLBACK_TOKENS = 96  # the short sentence written when the copy is not found in the passages
 MODES = ("generative", "extractive")
 SPAN_PUNCTUATION = " \"'“”‘’「」『』。.，,；;:："  # stripped from the ends of a copied span
+# a reply with one of these says the answer is missing: nothing in it is salvaged as a span
+NOT_FOUND = ("没有", "不知道", "无法", "未提及", "不包含", "not ", "n't", "cannot", "unknown")
 
 
 class RAGState(TypedDict, total=False):
@@ -129,7 +131,10 @@ def same_word(a: str, b: str) -> bool:
 def salvaged_span(reply: str, question: str, documents: list[Document]) -> str:
     """The longest piece of a reply that is not a copy ("蔡敏的死因是自杀" for a passage saying "推定为自杀") that
     occurs in a passage and whose words are all new to the question ("自杀"); "" when none does. A small model
-    often answers in a sentence around the span it was asked to copy."""
+    often answers in a sentence around the span it was asked to copy. A reply saying the answer is missing
+    (NOT_FOUND) salvages nothing."""
+    if any(marker in reply.lower() for marker in NOT_FOUND):
+        return ""
     asked = set(tokenize(question))
 
     def inside_a_word(i: int) -> bool:  # a cut between two letters or digits of one ASCII word
