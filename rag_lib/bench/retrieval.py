@@ -24,6 +24,7 @@ from rank_bm25 import BM25Okapi
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.bench import format_table, percentile, write_results
+from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.cmrc import Dataset, Question, load_cmrc
 from rag_lib.evaluation import (
     bootstrap_ci, contains_any, context_recall, context_relevance, paired_difference, recall_at_k, reciprocal_rank,
@@ -49,6 +50,8 @@ FUSED = "per-context fusion: children + chunks + contexts + titles"
 FUSED_STOP = "per-context fusion, BM25 with the stop filter"  # rank_bm25's tokens: no stop words, no punctuation
 FUSED_WIDE = "per-context fusion, 50 rows per search"  # min-max over more of the contexts
 WIDE_CANDIDATES = 50
+FUSED_CLIENT = "per-context fusion, client-side BM25"  # rank_bm25's term weights, stored as sparse vectors
+CLIENT_BM25 = "Milvus client-side BM25 (rank_bm25 weights, sparse IP)"
 ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
 PARENT_CHILD = "parent-child: 120-char children -> context"
 KS = (1, 3, 5)
@@ -157,6 +160,16 @@ def fusion_signals(client, embeddings, candidates: int = SIGNAL_CANDIDATES, bm25
     return [Signal(name, Retriever(client=client, embeddings=remembering, collection=collection, search_type=kind,
                                    k=candidates, candidates=candidates), FUSION_WEIGHTS[name])
             for name, (collection, kind) in searches.items()]
+
+
+def client_bm25_signals(client, embeddings, encoders: dict[str, BM25Encoder]) -> list[Signal]:
+    """The per-context fusion with its three BM25 searches served from client-side BM25 collections (the same rows,
+    rank_bm25's weights) instead of Milvus's BM25 function; the two dense searches unchanged."""
+    dense = [s for s in fusion_signals(client, embeddings) if s.name.startswith("e5")]
+    client_side = {"BM25 chunks (300)": "cmrc_chunks", "BM25 contexts": "cmrc_contexts", "BM25 titles": "cmrc_titles"}
+    return dense + [Signal(name, ClientBM25Search(client, f"{collection}_client", encoders[collection],
+                                                  SIGNAL_CANDIDATES), FUSION_WEIGHTS[name])
+                    for name, collection in client_side.items()]
 
 
 def ensemble(signals: list[Signal]) -> EnsembleRetriever:
@@ -303,8 +316,11 @@ def main(argv: list[str]) -> None:
     contexts, titles = context_rows(data)
     for name, rows in (("cmrc_contexts", contexts), ("cmrc_titles", titles)):
         load_collection(client, name, rows, embeddings)
+    encoders = {}
     for name, rows in (("cmrc_chunks", chunks), ("cmrc_contexts", contexts), ("cmrc_titles", titles)):
         load_collection(client, f"{name}_stop", rows, embeddings, STOP_ANALYZER_PARAMS)
+        encoders[name] = BM25Encoder().fit([r["text"] for r in rows])
+        create_collection(client, f"{name}_client", rows, encoders[name])
 
     def retriever(collection: str = "cmrc_chunks", **kwargs) -> Retriever:
         return Retriever(client=client, embeddings=embeddings, collection=collection, k=CANDIDATES, **kwargs)
@@ -320,12 +336,16 @@ def main(argv: list[str]) -> None:
     }
     children_retriever = retriever("cmrc_children", **weighted)
     fused = ParentFusionRetriever(signals=fusion_signals(client, embeddings), k=CANDIDATES)
+    client_bm25 = ClientBM25Search(client, "cmrc_chunks_client", encoders["cmrc_chunks"], CANDIDATES)
+    fused_client = ParentFusionRetriever(signals=client_bm25_signals(client, embeddings, encoders), k=CANDIDATES)
     pipelines: dict[str, Search] = {
         "peer: rank_bm25 (jieba), numpy": peer_bm25(chunks),
         "peer: dense e5, numpy brute force": peer_dense(chunks, vectors, embeddings),
         **{name: milvus_search(r) for name, r in milvus.items()},
+        CLIENT_BM25: lambda q: milvus_batch(client_bm25)([q])[0],
         PARENT_CHILD: with_parents(milvus_search(children_retriever), data.contexts),
         FUSED: with_parents(milvus_search(fused), data.contexts),
+        FUSED_CLIENT: with_parents(milvus_search(fused_client), data.contexts),
         FUSED_STOP: with_parents(milvus_search(ParentFusionRetriever(
             signals=fusion_signals(client, embeddings, bm25_suffix="_stop"), k=CANDIDATES)), data.contexts),
         FUSED_WIDE: with_parents(milvus_search(ParentFusionRetriever(
@@ -336,12 +356,14 @@ def main(argv: list[str]) -> None:
     batches: dict[str, BatchSearch] = {
         "peer: dense e5, numpy brute force": peer_dense_batch(chunks, vectors, embeddings),
         **{name: milvus_batch(r) for name, r in milvus.items()},
+        CLIENT_BM25: milvus_batch(client_bm25),
         PARENT_CHILD: milvus_batch(children_retriever),
         FUSED: milvus_batch(fused),
+        FUSED_CLIENT: milvus_batch(fused_client),
     }
     batched = batched_latency(batches, questions)
     by_name = {row["pipeline"]: row for row in rows}
-    sparse = {"peer: rank_bm25 (jieba), numpy", "Milvus BM25 (jieba analyzer)"}  # compared with rank_bm25
+    sparse = {"peer: rank_bm25 (jieba), numpy", "Milvus BM25 (jieba analyzer)", CLIENT_BM25}  # vs rank_bm25
     for row in rows:
         peer = by_name["peer: rank_bm25 (jieba), numpy" if row["pipeline"] in sparse else "peer: dense e5, numpy brute force"]
         row["R@1 / peer"] = row["R@1"] / peer["R@1"]
@@ -352,7 +374,8 @@ def main(argv: list[str]) -> None:
     client.close()
     print(format_table(rows))
     half = half_a(list(data.contexts))
-    compared = [FUSED, FUSED_STOP, FUSED_WIDE, ENSEMBLE, PARENT_CHILD, "hybrid weighted 0.6 dense / 0.4 BM25, min-max"]
+    compared = [FUSED, FUSED_STOP, FUSED_WIDE, FUSED_CLIENT, ENSEMBLE, PARENT_CHILD,
+                "hybrid weighted 0.6 dense / 0.4 BM25, min-max"]
     fusion = {
         "weights": FUSION_WEIGHTS, "signal candidates": SIGNAL_CANDIDATES, "weights chosen on": "half A (bench ceiling)",
         "all": held_out(per_question, np.ones(len(questions), dtype=bool), compared),
