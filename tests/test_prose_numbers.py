@@ -232,6 +232,8 @@ PARENT = "parent-child: 120-char children -> context"
 FUSED = "per-context fusion: children + chunks + contexts + titles"
 FUSED_ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
 FUSED_STOP, FUSED_WIDE = "per-context fusion, BM25 with the stop filter", "per-context fusion, 50 rows per search"
+FUSED_CLIENT, CLIENT_BM25 = ("per-context fusion, client-side BM25",
+                             "Milvus client-side BM25 (rank_bm25 weights, sparse IP)")
 HYBRIDS = (RRF, WEIGHTED, CUTOFF)  # the hybrids without rerank
 SINGLES = (PEER_BM25, PEER_DENSE, BM25, DENSE, RERANK)
 
@@ -1050,6 +1052,15 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"and (\d+) rows per search instead", derived("rag_lib.bench.retrieval.WIDE_CANDIDATES (in the row name)",
                                                           lambda: float(FUSED_WIDE.split()[2]))),
     Claim(N04, r"instead of its top \d+ rows only\s+gives ([.\d]+)\.", pipeline(FUSED_WIDE, "R@1")),
+    Claim(N04, r"client-side BM25 collections [\s\S]*?gives ([.\d]+) recall@1", pipeline(FUSED_CLIENT, "R@1")),
+    Claim(N04, r"gives [.\d]+ recall@1 and ([.\d]+) MRR@5", pipeline(FUSED_CLIENT, "MRR@5")),
+    Claim(N04, r"ranks exactly as `rank_bm25` \(recall@1\s+([.\d]+), the peer's", pipeline(CLIENT_BM25, "R@1")),
+    Claim(N04, r"ranks exactly as `rank_bm25` \(recall@1\s+([.\d]+), the peer's", pipeline("peer: rank_bm25 (jieba), numpy",
+                                                                                         "R@1")),
+    Claim(N04, r"against ([.\d]+) for Milvus's own BM25 function", pipeline(BM25, "R@1")),
+    Claim(N04, r"and costs ([.\d]+) ms p50 one question per call", pipeline(CLIENT_BM25, "p50 ms")),
+    Claim(N04, r"and\s+([.\d]+) ms per question in batches \(", pipeline(CLIENT_BM25, "batched ms/q (64 per call)")),
+    Claim(N04, r"over the BM25 function takes (\d+) ms one question per call", pipeline(BM25, "p50 ms")),
     Claim(N04, r"it reaches recall@1 ([.\d]+)\s+\(", pipeline(FUSED_ENSEMBLE, "R@1")),
     *interval_claims(N04, r"it reaches recall@1 [.\d]+\s+\(", ensemble_minus_fused, "fused - this, R@1",
                      suffix=" against per-context"),
