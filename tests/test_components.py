@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_classic.retrievers.document_compressors import DocumentCompressorPipeline, EmbeddingsFilter
 from langchain_core.documents import BaseDocumentCompressor, Document
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from doubles import ToolCallingDouble
+from langchain_core.messages import AIMessage, BaseMessage
 
 from rag_lib.bench import components, fusion
 from rag_lib.evaluation import paired_difference
@@ -110,25 +107,15 @@ QUESTIONS = [("C1", "故宫旧称什么？", "紫禁城"), ("C2", "长江全长�
              ("C3", "", "竹子")]  # CMRC has empty questions: misses, not crashes
 
 
-class CannedChatModel(BaseChatModel):
+class CannedChatModel(ToolCallingDouble):
     """TEST DOUBLE, not a language model: a plain call gets a fixed two-line Chinese reply, a structured call
     (a bound tool) gets two search queries."""
 
-    @property
-    def _llm_type(self) -> str:
-        return "canned-test-double"
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:
-        if kwargs.get("tools"):
-            name = kwargs["tools"][0]["function"]["name"]
-            call = {"name": name, "args": {"queries": ["大熊猫的食物", "熊猫吃竹子"]}, "id": "call-1"}
-            message = AIMessage(content="", tool_calls=[call])
-        else:
-            message = AIMessage(content="大熊猫以竹子为主要食物。\n大熊猫生活在四川的山区。")
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-    def bind_tools(self, tools, *, tool_choice=None, **kwargs: Any):
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+    def reply(self, messages: list[BaseMessage], tool: str | None) -> AIMessage:
+        if tool:
+            return AIMessage(content="", tool_calls=[{"name": tool, "args": {"queries": ["大熊猫的食物", "熊猫吃竹子"]},
+                                                      "id": "call-1"}])
+        return AIMessage(content="大熊猫以竹子为主要食物。\n大熊猫生活在四川的山区。")
 
 
 def mini_cmrc(tmp_path: Path) -> Path:

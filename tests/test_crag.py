@@ -21,11 +21,9 @@ from typing import Any
 import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
+from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.runtime import Runtime
@@ -54,7 +52,7 @@ TERMS = ["Milvus", "chinese analyzer", "jieba 0.42", "tokenizer", "Milvus"]  # "
 REWRITTEN = "Milvus chinese analyzer tokenizer"
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(ToolCallingDouble):
     """TEST DOUBLE for the chat model: deterministic replies chosen by the kind of request, every call logged.
     Structured output goes through LangChain's own with_structured_output (bind_tools + tool-call parser), as
     with the real model: a request with the PassageAnswer tool is a grade, with SearchTerms a rewrite."""
@@ -63,20 +61,10 @@ class ScriptedChatModel(BaseChatModel):
     span: str = "jieba"  # the reply to an extractive answer's copy request
     calls: list[str] = Field(default_factory=list)  # "grade" | "rewrite" | "copy" | "answer", in call order
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-test-double"
-
-    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> ChatResult:
-        tool = kwargs["tools"][0]["function"]["name"] if kwargs.get("tools") else None
+    def reply(self, messages: list[BaseMessage], tool: str | None) -> AIMessage:
         if tool == SearchTerms.__name__:
             self.calls.append("rewrite")
-            message = tool_call_message(tool, json.dumps({"terms": self.terms}))
+            message = tool_call(tool, {"terms": self.terms})
         elif tool == PassageAnswer.__name__:
             # copies "jieba" from passages marked ON_TOPIC, makes up "Beijing" for the others, and writes
             # broken JSON (as a grammar cut short would) for passages marked GARBLED
@@ -84,20 +72,14 @@ class ScriptedChatModel(BaseChatModel):
             passage = str(messages[-1].content).split("Passage:", 1)[1]
             copied = "jieba" if "ON_TOPIC" in passage else "Beijing"
             answer = '{"answer": "jie' if "GARBLED" in passage else json.dumps({"answer": copied})
-            message = tool_call_message(tool, answer)
+            message = tool_call(tool, answer)
         elif str(messages[0].content).startswith(EXTRACT_PROMPT):
             self.calls.append("copy")
             message = AIMessage(self.span)
         else:
             self.calls.append("answer")
             message = AIMessage(f"ANSWER FROM <<{' '.join(str(m.content) for m in messages)}>>")
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def tool_call_message(name: str, arguments: str) -> AIMessage:
-    """An OpenAI-style tool-call reply, parsed by LangChain like the real model's."""
-    call = {"id": "call_0", "type": "function", "function": {"name": name, "arguments": arguments}}
-    return AIMessage("", additional_kwargs={"tool_calls": [call]})
+        return message
 
 
 class FakeRetriever(BaseRetriever):

@@ -20,11 +20,9 @@ import httpx
 import pytest
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.language_models import BaseChatModel
+from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
 
 from rag_lib import advanced, models
@@ -49,9 +47,7 @@ def call(args: Any) -> Reply:
 
 def broken(arguments: str) -> Reply:
     """A tool call whose arguments are not valid JSON (a reply cut short)."""
-    raw = {"id": "call_0", "type": "function", "function": {"name": "?", "arguments": arguments}}
-    return lambda tool: AIMessage("", additional_kwargs={"tool_calls": [{**raw, "function": {**raw["function"],
-                                                                                              "name": tool}}]})
+    return lambda tool: tool_call(tool, arguments)
 
 
 def text(content: str) -> Reply:
@@ -59,7 +55,7 @@ def text(content: str) -> Reply:
     return lambda tool: AIMessage(content)
 
 
-class FakeChatModel(BaseChatModel):
+class FakeChatModel(ToolCallingDouble):
     """FAKE chat model (a test double, not a language model). Structured requests (a tool offered) get the reply
     scripted for that tool's schema name (a list is used up in order, its last reply then repeats); plain requests
     get `answer`. Each call is recorded with its messages, tool and the max_tokens in force."""
@@ -69,22 +65,13 @@ class FakeChatModel(BaseChatModel):
     max_tokens: int = 512
     calls: list[dict] = Field(default_factory=list)
 
-    @property
-    def _llm_type(self) -> str:
-        return "fake-test-double"
-
-    def bind_tools(self, tools: list, *, tool_choice: Any = None, **kwargs: Any):
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], tool_choice=tool_choice, **kwargs)
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
-        tool = kwargs["tools"][0]["function"]["name"] if kwargs.get("tools") else None
+    def reply(self, messages: list[BaseMessage], tool: str | None) -> AIMessage:
         self.calls.append({"messages": messages, "tool": tool, "max_tokens": self.max_tokens})
         if tool is None:
-            return ChatResult(generations=[ChatGeneration(message=AIMessage(self.answer))])
+            return AIMessage(self.answer)
         scripted = self.replies[tool]
         reply = (scripted.pop(0) if len(scripted) > 1 else scripted[0]) if isinstance(scripted, list) else scripted
-        return ChatResult(generations=[ChatGeneration(message=reply(tool))])
+        return reply(tool)
 
 
 @pytest.fixture(autouse=True)
