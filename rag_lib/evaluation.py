@@ -6,11 +6,13 @@ as the CMRC 2018 script does (its punctuation list dropped, mixed segmentation, 
 and punctuation dropped, bag-of-tokens F1); the normalisation lives in `rag_lib.matching`. Context recall matches an
 answer in text by mixed segmentation (`rag_lib.matching.tokens_occur_in`), whatever the languages.
 `bootstrap_ci` and `paired_difference` put a confidence interval on a mean (or median) over questions, so two
-pipelines are compared on the same questions with their uncertainty, not by two bare numbers.
+pipelines are compared on the same questions with their uncertainty, not by two bare numbers; `wilson` does it for
+a proportion (a hit rate, an agreement).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
@@ -113,6 +115,16 @@ def contains_any(answers: str | Sequence[str]) -> Callable[[str], bool]:
     """Judge for `context_relevance` without an LLM: a sentence is relevant if it contains a normalised gold answer."""
     gold_list = _gold_list(answers)
     return lambda sentence: any(tokens_occur_in(answer, sentence) for answer in gold_list)
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion: sound for small n and for 0 or n successes."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def bootstrap_ci(

@@ -12,6 +12,7 @@ from rag_lib.evaluation import (
     f1,
     recall_at_k,
     reciprocal_rank,
+    wilson,
 )
 
 # ---------------------------------------------------------------- answers: Chinese (CMRC 2018)
@@ -145,3 +146,13 @@ def test_context_relevance_with_contains_any():
     # any callable works as the judge (e.g. an LLM later); no sentences -> 0.0
     assert context_relevance(CONTEXTS, lambda sentence: True) == 1.0
     assert context_relevance([], lambda sentence: True) == 0.0
+
+
+# ---------------------------------------------------------------- a proportion's interval
+
+
+def test_wilson_interval_matches_the_textbook_values_and_stays_inside_0_1():
+    assert wilson(5, 10) == pytest.approx((0.2366, 0.7634), abs=1e-4)  # Wilson (1927) score interval, z = 1.96
+    assert wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)  # 0 successes: not the zero-width (0, 0)
+    assert wilson(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
+    assert wilson(0, 0) == (0.0, 1.0)  # no trials: nothing known

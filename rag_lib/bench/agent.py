@@ -28,8 +28,8 @@ from langchain_core.messages import HumanMessage
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.bench.answers import TokenCounter, clear_prompt_cache, token_counter_for
-from rag_lib.bench.chat import wilson
 from rag_lib.demo import DOCS
+from rag_lib.evaluation import wilson
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
 from rag_lib.index import index_directory
 from rag_lib.matching import occurs_in

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import tempfile
 import time
@@ -20,6 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from rag_lib.bench import format_table, write_results
 from rag_lib.demo import DOCS
+from rag_lib.evaluation import wilson
 from rag_lib.graphs.chat import ChatContext, build_chat_graph
 from rag_lib.index import index_directory
 from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
@@ -33,16 +33,6 @@ QUERIES = ("as written", "condensed", "joined to the first question")
 def load_follow_ups(path: Path = FOLLOW_UPS) -> list[dict]:
     """The committed conversations: first question, follow-up, gold answer and gold source file."""
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a proportion: sound for small n and for 0 or n successes."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def rank_of(retriever: Retriever, query: str, source: str) -> int | None:

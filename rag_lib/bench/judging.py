@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 
 from rag_lib.bench import format_table, write_results
 from rag_lib.bench.answers import GoldRetriever
-from rag_lib.bench.chat import wilson
+from rag_lib.evaluation import wilson
 from rag_lib.graphs.judge import JudgeContext, JudgeTask, judge
 from rag_lib.index import chunk_rows
 from rag_lib.matching import occurs_in

@@ -20,7 +20,7 @@ from typing import get_args
 
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.bench.agent import model_label
-from rag_lib.bench.chat import wilson
+from rag_lib.evaluation import wilson
 from rag_lib.intent import Action, decide_route, route_request
 from rag_lib.models import StructuredOutputError, get_chat_model
 from rag_lib.store import PROJECT_ROOT
