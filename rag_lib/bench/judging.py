@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 import time
+from functools import cache
 from pathlib import Path
 
 from langchain_core.documents import Document
@@ -38,9 +39,10 @@ LABELS = DATA / "judge_labels.json"
 MEANING = {0: "about something else", 1: "on topic, the answer is not in it", 2: "the passage states the answer"}
 
 
-def chunks_of(source: str) -> list[str]:
-    """The chunk texts of one data/ file ("docs/x.md"), cut as `index_directory` cuts them."""
-    return [row["text"] for row in chunk_rows(DATA / source)]
+@cache
+def chunks_of(source: str) -> tuple[str, ...]:
+    """The chunk texts of one data/ file ("docs/x.md"), cut as `index_directory` cuts them (once per file)."""
+    return tuple(row["text"] for row in chunk_rows(DATA / source))
 
 
 def holding(source: str, text: str) -> str | None:
