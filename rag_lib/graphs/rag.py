@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, TypedDict
 
 from langchain_core.documents import Document
@@ -75,11 +76,16 @@ def check_mode(mode: str) -> None:
         raise ValueError(f"mode={mode!r}: choose 'generative' (a cited sentence) or 'extractive' (a copied span).")
 
 
+def source_label(document: Document) -> str:
+    """A passage's source as the model sees it: as stored ("docs/x.md", a URL), but an absolute path (a folder
+    outside the project) as its file name: the model needs no machine's folder layout, a hosted one should not see it."""
+    source = str(document.metadata.get("source", "?"))
+    return Path(source).name if Path(source).is_absolute() else source
+
+
 def format_context(documents: list[Document]) -> str:
     """Number the passages so the model can cite them as [1], [2], ..., each fenced as data (rag_lib.prompts)."""
-    return "\n\n".join(
-        passage_block(i, d.page_content, str(d.metadata.get("source", "?"))) for i, d in enumerate(documents, 1)
-    )
+    return "\n\n".join(passage_block(i, d.page_content, source_label(d)) for i, d in enumerate(documents, 1))
 
 
 def refusal_for(question: str) -> str:
