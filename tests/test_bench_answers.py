@@ -366,19 +366,34 @@ def test_a_missing_cmrc_file_stops_the_run_before_any_model_call(tmp_path, monke
         answers.main(["--parts", "cmrc", "--cmrc", str(tmp_path / "missing.json")])
 
 
-def test_where_the_seconds_go_recovers_known_costs_and_skips_copies_and_errors():
-    rng = np.random.default_rng(0)
-    rows = []
-    for i in range(40):
-        prompt, generated, calls = int(rng.integers(200, 2000)), int(rng.integers(1, 100)), int(rng.integers(1, 6))
-        rows.append({"pipeline": "a" if i % 2 else "b", "prompt_tokens": prompt, "completion_tokens": generated,
-                     "llm_calls": calls, "s": 0.03 * prompt + 0.06 * generated + 0.5 * calls + 0.2, "error": ""})
-    noise = [rows[0] | {"s": 999.0, "error": "RuntimeError"}, rows[1] | {"s": 999.0, "copied_from": "local"}]
-    where = answers.where_seconds_go(rows + noise)  # neither an error nor a copied row is a run to fit
-    fit = where["fit"]
-    assert fit["rows"] == 40 and fit["R2"] == pytest.approx(1.0)
-    assert fit["s per 1,000 prompt tokens"] == pytest.approx(30.0) and fit["s per generated token"] == pytest.approx(0.06)
-    assert fit["s per LLM call"] == pytest.approx(0.5) and fit["s per run (rest)"] == pytest.approx(0.2, abs=1e-6)
+def test_where_the_seconds_go_splits_llama_cpps_timings_per_pipeline_and_skips_copies_and_errors():
+    def row(pipeline: str, s: float, prompt: float, generate: float, counted: int, read: int) -> dict:
+        return {"pipeline": pipeline, "s": s, "s_prompt": prompt, "s_generate": generate, "prompt_tokens": counted,
+                "prompt_tokens_read": read, "completion_tokens": 10, "error": ""}
+
+    rows = [row("a", 10.0, 6.0, 2.0, 500, 500), row("a", 12.0, 8.0, 2.0, 500, 250), row("b", 3.0, 1.0, 1.0, 100, 100)]
+    noise = [rows[0] | {"s": 999.0, "error": "RuntimeError"}, rows[1] | {"s": 999.0, "copied_from": "local"},
+             {"pipeline": "a", "s": 999.0, "prompt_tokens": 1, "completion_tokens": 1, "error": ""}]  # no timings
+    where = answers.where_seconds_go(rows + noise)
     a = where["per pipeline"]["a"]
-    assert sum(v for k, v in a.items() if k.startswith("s from")) == pytest.approx(a["s measured (mean)"])
-    assert answers.where_seconds_go(rows[:5]) == {}  # too few runs to fit four costs
+    assert a["runs"] == 2 and a["s (mean)"] == 11.0 and a["s reading the prompt"] == 7.0
+    assert a["s generating"] == 2.0 and a["s rest"] == pytest.approx(2.0)
+    assert a["prompt tokens read / counted"] == 0.75  # half of the second prompt came from llama.cpp's cache
+    assert where["overall"] == {"runs": 3, "prompt tokens read per s": 850 / 15, "generated tokens per s": 30 / 5}
+    assert answers.where_seconds_go(noise) == {}  # nothing timed by llama.cpp: nothing to split
+
+
+def test_the_local_models_own_timings_split_a_runs_seconds(offline_env):
+    from langchain_core.runnables import RunnableLambda
+
+    from rag_lib.models import get_chat_model
+
+    llm = get_chat_model()
+    graph = RunnableLambda(lambda state: {"answer": llm.invoke(state["question"]).content})
+    result, _ = answers.run_pipeline(graph, "1+1=? Reply with the number only.", ["2"], answers.token_counter_for(llm),
+                                     lambda state: [], llm)
+    assert result["s_prompt"] > 0 and result["s_generate"] > 0 and result["prompt_tokens_read"] > 0
+    assert result["s_prompt"] + result["s_generate"] <= result["s"]
+    assert answers.llama_timings(ReaderDouble()) is None  # any other model: no split, no error
+
+

@@ -324,31 +324,32 @@ class GoldRetriever(BaseRetriever):
         return list(self.documents)
 
 
-class FileNamed(BaseRetriever):
-    """Another retriever's hits with each source cut to its file name: the benchmark indexes a temporary folder, and
-    its random path would otherwise reach the prompts (passages carry their source) and make runs differ."""
+def llama_timings(llm: BaseChatModel | None) -> tuple[float, float, int] | None:
+    """llama.cpp's own running totals for the local model (seconds reading prompts, seconds generating, prompt
+    tokens read, i.e. not reused from its cache); None for any other model."""
+    client = getattr(llm, "client", None)
+    from llama_cpp import Llama, llama_perf_context
 
-    retriever: BaseRetriever
-
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        hits = self.retriever.invoke(query, config={"callbacks": run_manager.get_child()})
-        return [hit.model_copy(update={"metadata": hit.metadata | {"source": Path(hit.metadata["source"]).name}})
-                if "source" in hit.metadata else hit for hit in hits]
+    if not isinstance(client, Llama):
+        return None
+    data = llama_perf_context(client.ctx)
+    return data.t_p_eval_ms / 1000, data.t_eval_ms / 1000, data.n_p_eval
 
 
 def run_pipeline(
     graph: Runnable, question: str, golds: list[str], count: Callable[[str], int],
-    context: Callable[[dict], list[str]],
+    context: Callable[[dict], list[str]], llm: BaseChatModel | None = None,
 ) -> tuple[dict, dict]:
     """One question through one graph: (scores, LLM calls, tokens, seconds, answer and error; the final state).
     `context` reads what the generator saw from the final state. An exception is recorded in "error" and
-    scored as a failed answer (0 everywhere), so one bad question does not end the run."""
-    tokens, started, error = TokenCounter(count), time.perf_counter(), ""
+    scored as a failed answer (0 everywhere), so one bad question does not end the run. With the local model as
+    `llm`, llama.cpp's timings split the seconds: reading the prompt, generating, and the rest."""
+    tokens, started, error, before = TokenCounter(count), time.perf_counter(), "", llama_timings(llm)
     try:
         state = graph.invoke({"question": question}, config={"callbacks": [tokens]})
     except Exception as exc:  # noqa: BLE001 - any failure of the pipeline is a result to count
         state, error = {}, f"{type(exc).__name__}: {exc}"[:300]
-    seconds = time.perf_counter() - started
+    seconds, after = time.perf_counter() - started, llama_timings(llm)
     if "llm_calls" in state and tokens.calls != state["llm_calls"]:
         raise RuntimeError(
             f"the graph counted {state['llm_calls']} LLM calls but the model saw {tokens.calls}: a node that calls "
@@ -356,6 +357,9 @@ def run_pipeline(
         )
     usage = {"llm_calls": tokens.calls, "prompt_tokens": tokens.prompt_tokens,
              "completion_tokens": tokens.completion_tokens}
+    if before and after:
+        usage |= {"s_prompt": round(after[0] - before[0], 3), "s_generate": round(after[1] - before[1], 3),
+                  "prompt_tokens_read": after[2] - before[2]}
     if error:
         scores = {"em": 0.0, "f1": 0.0, "contains": 0.0, "evidence": 0.0}
     else:
@@ -416,7 +420,7 @@ def indexed_pipelines(
     cutoff = default_min_similarity()
 
     def retriever(**kwargs: Any) -> BaseRetriever:
-        return FileNamed(retriever=Retriever(client=client, embeddings=embeddings, k=K, **kwargs))
+        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
 
     rag = build_rag_graph()
     graphs = {  # bind: every invoke gets this context
@@ -562,7 +566,7 @@ def run_cmrc(
                         pipeline_for = indexed[setting][pipeline]
                     clear_prompt_cache(llm)
                     result, state = run_pipeline(pipeline_for(q), q["question"], q["golds"], count,
-                                                 CONTEXT_OF[pipeline])
+                                                 CONTEXT_OF[pipeline], llm)
                     row = (where | {"pipeline": pipeline, "id": q["id"], "rank": q["rank"], "question": q["question"],
                                     "golds": q["golds"]} | result | {"s": round(result["s"], 3)}
                            | details(pipeline, state)
@@ -641,27 +645,26 @@ def summarize_setting(setting: str, rows: list[dict]) -> tuple[list[dict], list[
 
 
 def where_seconds_go(rows: list[dict]) -> dict:
-    """Where an answer's seconds go, from the rows themselves: a least-squares fit of seconds = a x prompt tokens +
-    b x generated tokens + c x LLM calls + d (retrieval, embedding, the graph) over the rows that ran (not copied,
-    no error), and per pipeline the mean seconds each term accounts for."""
-    ran = [r for r in rows if not r["error"] and "copied_from" not in r]
-    if len(ran) < 8:
-        return {}
-    features = np.array([[r["prompt_tokens"], r["completion_tokens"], r["llm_calls"], 1.0] for r in ran])
-    seconds = np.array([r["s"] for r in ran])
-    coefficients = np.linalg.lstsq(features, seconds, rcond=None)[0]
-    residual = seconds - features @ coefficients
-    fit = {"s per 1,000 prompt tokens": 1000 * coefficients[0], "s per generated token": coefficients[1],
-           "s per LLM call": coefficients[2], "s per run (rest)": coefficients[3], "rows": len(ran),
-           "R2": 1 - float(residual @ residual) / float(((seconds - seconds.mean()) ** 2).sum())}
-    terms = ("prompt tokens", "generated tokens", "LLM calls", "rest")
+    """Where an answer's seconds go, per pipeline, as llama.cpp timed them (rows run on the local model, not copied,
+    no error): mean seconds reading the prompt, generating and the rest (retrieval, embedding, graph, parsing), and
+    the share of prompt tokens read rather than reused from llama.cpp's prompt cache."""
+    timed = [r for r in rows if "s_prompt" in r and not r["error"] and "copied_from" not in r]
     per_pipeline = {}
-    for name in dict.fromkeys(r["pipeline"] for r in ran):
-        mine = features[[r["pipeline"] == name for r in ran]]
-        parts = mine.mean(axis=0) * coefficients
-        per_pipeline[name] = {"s measured (mean)": float(np.mean([r["s"] for r in ran if r["pipeline"] == name]))} | {
-            f"s from {term}": float(part) for term, part in zip(terms, parts)}
-    return {"fit": {k: float(v) for k, v in fit.items()}, "per pipeline": per_pipeline}
+    for name in dict.fromkeys(r["pipeline"] for r in timed):
+        mine = [r for r in timed if r["pipeline"] == name]
+        mean = {key: float(np.mean([r[key] for r in mine]))
+                for key in ("s", "s_prompt", "s_generate", "prompt_tokens", "prompt_tokens_read")}
+        per_pipeline[name] = {
+            "runs": len(mine), "s (mean)": mean["s"], "s reading the prompt": mean["s_prompt"],
+            "s generating": mean["s_generate"], "s rest": mean["s"] - mean["s_prompt"] - mean["s_generate"],
+            "prompt tokens read / counted": mean["prompt_tokens_read"] / max(mean["prompt_tokens"], 1),
+        }
+    if not timed:
+        return {}
+    read, generated = sum(r["prompt_tokens_read"] for r in timed), sum(r["completion_tokens"] for r in timed)
+    overall = {"runs": len(timed), "prompt tokens read per s": read / sum(r["s_prompt"] for r in timed),
+               "generated tokens per s": generated / max(sum(r["s_generate"] for r in timed), 1e-9)}
+    return {"overall": overall, "per pipeline": per_pipeline}
 
 
 def sample_rows(runs_dir: Path, setting: str, sample: list[dict]) -> list[dict]:
@@ -757,15 +760,15 @@ def print_tables(cmrc: dict, settings: list[str]) -> None:
 
 
 def print_seconds(cmrc: dict) -> None:
-    """The fitted cost of a prompt token, a generated token and a call, and what each costs every pipeline."""
+    """Per pipeline, the seconds llama.cpp spent reading prompts and generating, and the rest."""
     where = cmrc.get("where the seconds go") or {}
     if not where:
         return
-    fit = where["fit"]
-    print(f"\nwhere the seconds go (fit over {fit['rows']:.0f} runs, R2 {fit['R2']:.2f}): "
-          f"{fit['s per 1,000 prompt tokens']:.1f} s per 1,000 prompt tokens, {fit['s per generated token']:.3f} s "
-          f"per generated token, {fit['s per LLM call']:.2f} s per call, {fit['s per run (rest)']:.2f} s per run")
-    print(format_table([{"pipeline": name} | {k: f"{v:.1f}" for k, v in row.items()}
+    overall = where["overall"]
+    print(f"\nwhere the seconds go (llama.cpp's timings of {overall['runs']} runs): "
+          f"{overall['prompt tokens read per s']:.0f} prompt tokens read per s, "
+          f"{overall['generated tokens per s']:.1f} generated tokens per s")
+    print(format_table([{"pipeline": name} | {k: f"{v:.0f}" if k == "runs" else f"{v:.2f}" for k, v in row.items()}
                         for name, row in where["per pipeline"].items()]))
 
 

@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.bench.answers import (
-    JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, FileNamed, append_row, clear_prompt_cache, compare, describe, judge_context,
+    JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, append_row, clear_prompt_cache, compare, describe, judge_context,
     model_name, names, rag_context, read_jsonl, rescored, run_pipeline, token_counter_for, with_ci,
 )
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
@@ -68,7 +68,7 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, R
     cutoff = default_min_similarity()
 
     def retriever(**kwargs: Any) -> BaseRetriever:
-        return FileNamed(retriever=Retriever(client=client, embeddings=embeddings, k=K, **kwargs))
+        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
 
     rag, judge = build_rag_graph(), build_judge_graph()
     graphs = {}
@@ -95,7 +95,7 @@ def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file:
         try:
             for q, name in work:
                 clear_prompt_cache(llm)
-                result, state = run_pipeline(graphs[name], q["question"], q["golds"], count, CONTEXT_OF[name])
+                result, state = run_pipeline(graphs[name], q["question"], q["golds"], count, CONTEXT_OF[name], llm)
                 row = ({"pipeline": name, "id": q["id"], "question": q["question"], "golds": q["golds"],
                         "language": q["language"], "answer_type": q["answer_type"]} | result
                        | {"s": round(result["s"], 3), "follow_ups": len(state.get("sub_answers", [])),
