@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -45,10 +46,20 @@ def test_agreement_of_the_models_score_and_of_the_checked_score(monkeypatch, ben
     monkeypatch.setattr(judging, "get_chat_model", AlwaysTwo)
     judging.main(["--limit", "30", "--out", "mini_judging"])  # the first 30: 23 labelled 2, then 7 labelled 0
     results = bench_output("mini_judging")
-    raw, checked = results["summary"]
+    raw, checked, kept = results["summary"]
     assert (raw["score"], raw["n"], raw["agree"]) == ("llm score", 30, 23)  # a 2 for everything: right on the 2s
     assert raw["confusion (label -> score)"]["0"]["2"] == 7
     assert checked["agree"] == 0  # the made-up answer is in no chunk: every 2 is lowered to 1
     assert checked["confusion (label -> score)"]["2"]["1"] == 23
     low, high = raw["95% CI"]
     assert low < raw["agreement"] < high
+    cutoff = results["setup"]["cutoff"]
+    for row in results["rows"]:  # the graph's score: 0 under the cosine cutoff, without the model; else the checked one
+        assert row["graph score"] == (0 if row["similarity"] < cutoff else row["score"])
+    assert kept["score"] == "graph score" and kept["agree"] == sum(r["graph score"] == r["label"] for r in results["rows"])
+    assert kept["confusion (label -> score)"]["0"]["0"] >= 1  # some passage about another document falls under it
+
+    monkeypatch.setattr(judging, "get_chat_model", lambda: pytest.fail("rescoring must not load a model"))
+    judging.main(["--rescore", "--out", "mini_judging"])
+    again = bench_output("mini_judging")
+    assert again["summary"] == results["summary"] and again["meta"] == results["meta"]

@@ -9,9 +9,11 @@ a chunk of data/docs or data/web as the indexer cuts it:
 - 0, "about something else": each answerable sample question with the answer-bearing chunk of the next sample
   question that is about another document.
 Measuring runs `rag_lib.graphs.judge.judge` on every item (one model call each, as inside the graph, with no cosine
-cutoff so that the model decides every label) and compares with the label the model's own score and the score after
-the judge's checks (a 2 must bring its answer from the chunk; see `checked`): counts per label, the 3x3 confusion
-table and the agreement with a Wilson 95 % interval. Results: bench_results/judging.json."""
+cutoff so that the model decides every label) and compares three scores with the label: the model's own, the score
+after the judge's checks (a 2 must bring its answer from the chunk; see `checked`), and the score the graph keeps
+(0 for a passage under the cosine cutoff, as the graph gives without asking the model, else the checked one).
+Counts per label, the 3x3 confusion table and the agreement with a Wilson 95 % interval.
+Results: bench_results/judging.json; `--rescore` recomputes the cutoff part from its rows without the model."""
 
 from __future__ import annotations
 
@@ -25,18 +27,21 @@ from pathlib import Path
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from rag_lib.bench import format_table, write_results
+from rag_lib.bench import format_table, load_results, write_results
 from rag_lib.bench.answers import GoldRetriever
 from rag_lib.evaluation import wilson
 from rag_lib.graphs.judge import JudgeContext, JudgeTask, judge
 from rag_lib.index import chunk_rows
 from rag_lib.matching import occurs_in
-from rag_lib.models import get_chat_model
+from rag_lib.models import default_min_similarity, embed_queries, get_chat_model, get_embeddings
+from rag_lib.retriever import cosine
 from rag_lib.store import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
 LABELS = DATA / "judge_labels.json"
 MEANING = {0: "about something else", 1: "on topic, the answer is not in it", 2: "the passage states the answer"}
+SCORES = {"llm score": "the model's own 0/1/2", "score": "after the judge's checks (graphs.judge.checked)",
+          "graph score": "what the graph keeps: 0 under the cosine cutoff without the model, else the checked score"}
 
 
 @cache
@@ -86,6 +91,20 @@ def judged(item: dict, context: JudgeContext) -> dict:
             "follow_up": record["follow_up"], "note": record["note"], "s": round(time.perf_counter() - started, 2)}
 
 
+def with_cutoff(rows: list[dict]) -> list[dict]:
+    """Each row with its passage's cosine similarity to the question (e5, as the retriever scores it) and the score
+    the graph keeps: 0 under the course's cutoff, without the model; else the checked score."""
+    embeddings, cutoff = get_embeddings(), default_min_similarity()
+    queries = embed_queries(embeddings, [r["question"] for r in rows])
+    passages = embeddings.embed_documents([r["passage"] for r in rows])
+    out = []
+    for row, query, passage in zip(rows, queries, passages):
+        similarity = cosine(query, passage)
+        kept = 0 if cutoff is not None and similarity < cutoff else row["score"]
+        out.append(row | {"similarity": round(similarity, 4), "graph score": kept})
+    return out
+
+
 def agreement(rows: list[dict], key: str) -> dict:
     """Counts per label, the confusion table (label -> predicted) and the agreement with its Wilson interval."""
     correct = sum(r[key] == r["label"] for r in rows)
@@ -105,6 +124,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--labels", type=Path, default=LABELS, help="the labelled set to judge")
     parser.add_argument("--limit", type=int, default=None, help="judge only the first N items")
     parser.add_argument("--out", default="judging", help="results name: bench_results/<out>.json")
+    parser.add_argument("--rescore", action="store_true",
+                        help="recompute similarities and the graph's score from the rows of bench_results/<out>.json")
     args = parser.parse_args(argv)
     if args.build:
         items = build_labels()
@@ -112,7 +133,22 @@ def main(argv: list[str]) -> None:
         print(f"wrote {len(items)} items to {args.labels}:",
               ", ".join(f"{sum(i['label'] == k for i in items)} labelled {k}" for k in MEANING))
         return
-    items = json.loads(args.labels.read_text(encoding="utf-8"))[: args.limit]
+    if args.rescore:
+        previous = load_results(args.out)
+        rows, meta = previous["rows"], previous["meta"]
+    else:
+        rows, meta = judge_all(json.loads(args.labels.read_text(encoding="utf-8"))[: args.limit]), None
+    rows = with_cutoff(rows)
+    summary = [agreement(rows, key) for key in SCORES]
+    print(format_table([{k: v for k, v in s.items() if k in ("score", "n", "agree", "agreement", "95% CI")}
+                        for s in summary]))
+    setup = {"labels": args.labels.name, "items": len(rows), "meaning": MEANING, "scores": SCORES,
+             "cutoff": default_min_similarity()}
+    print("\nwrote", write_results(args.out, {"setup": setup, "summary": summary, "rows": rows}, meta=meta))
+
+
+def judge_all(items: list[dict]) -> list[dict]:
+    """Every item through the judge node with the configured chat model, printed as it goes."""
     # the node judges the passage it is given: the retriever is never called
     context = JudgeContext(retriever=GoldRetriever(documents=[]), llm=get_chat_model())
     rows = []
@@ -121,12 +157,7 @@ def main(argv: list[str]) -> None:
         r = rows[-1]
         print(f"{number:3}/{len(items)} label {r['label']} model {r['llm score']} checked {r['score']} "
               f"{r['s']:5.1f} s  {r['question'][:50]}", flush=True)
-    summary = [agreement(rows, "llm score"), agreement(rows, "score")]
-    print(format_table([{k: v for k, v in s.items() if k in ("score", "n", "agree", "agreement", "95% CI")}
-                        for s in summary]))
-    setup = {"labels": args.labels.name, "items": len(rows), "meaning": MEANING,
-             "scores": {"llm score": "the model's own 0/1/2", "score": "after the judge's checks (graphs.judge)"}}
-    print("\nwrote", write_results(args.out, {"setup": setup, "summary": summary, "rows": rows}))
+    return rows
 
 
 if __name__ == "__main__":
