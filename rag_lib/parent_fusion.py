@@ -1,9 +1,11 @@
 """Fusion per parent: several searches at different granularities and fields (small children, chunks, whole
 documents, titles; dense or BM25) each vote for the parent their hits belong to. Each search keeps every parent's
-best hit score, min-max scales those per query over the parents it found, and a weighted sum ranks the parents.
+best hit score, min-max scales those per query, and a weighted sum ranks the parents.
 
 Unlike RRF over chunks, a parent found by several of its chunks counts once per search, and a search that finds
-the parent only by its title still adds its say."""
+the parent only by its title still adds its say. By default each search scales over the parents it found, and a
+parent it missed adds nothing; with `complete=True` every search also scores every candidate parent (a second,
+filtered search each), so a parent one search missed is not punished for it."""
 
 from __future__ import annotations
 
@@ -25,6 +27,13 @@ class ManySearch(Protocol):
     def search_many(self, queries: list[str]) -> list[list[Document]]: ...
 
 
+@runtime_checkable
+class ParentScores(Protocol):
+    """What `complete=True` also needs: `rag_lib.retriever.Retriever.best_per_parent`."""
+
+    def best_per_parent(self, queries: list[str], parents: list[list[str]], parent_key: str) -> list[dict[str, float]]: ...
+
+
 class Signal(NamedTuple):
     """One search and its say in the fused score."""
 
@@ -43,6 +52,7 @@ class ParentFusionRetriever(BaseRetriever):
     signals: list[Signal]
     parent_key: str = "parent_id"
     k: int = 5
+    complete: bool = False  # every search scores every candidate parent (one more search per signal and query)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -54,6 +64,10 @@ class ParentFusionRetriever(BaseRetriever):
             raise RetrieverConfigError(f"weights {weights}: each must be in [0, 1], one at least above 0.")
         if self.k < 1:
             raise RetrieverConfigError(f"k={self.k}: k is how many parents to return; give k >= 1.")
+        partial = [s.name for s in self.signals if not isinstance(s.retriever, ParentScores)]
+        if self.complete and partial:
+            raise RetrieverConfigError(f"complete=True needs best_per_parent on every signal; {partial} lack it: "
+                                       "use rag_lib.retriever.Retriever searches, or complete=False.")
 
     def parent_of(self, document: Document) -> str:
         """The parent id of a hit; a hit without one is an indexing mistake, named here."""
@@ -65,27 +79,44 @@ class ParentFusionRetriever(BaseRetriever):
             )
         return parent
 
-    def fuse(self, hits: dict[str, list[Document]]) -> list[Document]:
-        """One query: the signals' hit lists (by signal name) fused into the top-k parents."""
-        fused: dict[str, float] = {}
-        scaled: dict[str, dict[str, float]] = {}
+    def first_hits(self, hits: dict[str, list[Document]]) -> dict[str, Document]:
+        """Each parent found by any signal, with its best hit in the first signal that found it (signal order)."""
         first: dict[str, Document] = {}
         for signal in (s for s in self.signals if s.weight):
-            best: dict[str, Document] = {}
             for document in hits[signal.name]:  # best first: the first hit of a parent is its best
-                best.setdefault(self.parent_of(document), document)
-            scores = min_max([d.metadata["score"] for d in best.values()])
-            for (parent, document), value in zip(best.items(), scores):
+                first.setdefault(self.parent_of(document), document)
+        return first
+
+    def fuse(self, hits: dict[str, list[Document]], exact: dict[str, dict[str, float]] | None = None) -> list[Document]:
+        """One query: the signals' hit lists (by signal name) fused into the top-k parents; with `exact` (per signal,
+        every candidate parent's best score), each signal scales over all candidates instead of what it found."""
+        fused: dict[str, float] = {}
+        scaled: dict[str, dict[str, float]] = {}
+        for signal in (s for s in self.signals if s.weight):
+            if exact is not None:
+                best = exact[signal.name]
+            else:
+                best = {}
+                for document in hits[signal.name]:
+                    best.setdefault(self.parent_of(document), document.metadata["score"])
+            for parent, value in zip(best, min_max(list(best.values()))):
                 fused[parent] = fused.get(parent, 0.0) + signal.weight * value
                 scaled.setdefault(parent, {})[signal.name] = value
-                first.setdefault(parent, document)
+        first = self.first_hits(hits)
         ranked = sorted(fused, key=lambda p: (-fused[p], p))[: self.k]
         return [with_metadata(first[p], score=fused[p], signals=scaled[p], **{self.parent_key: p}) for p in ranked]
 
     def search_many(self, queries: list[str]) -> list[list[Document]]:
-        """Every signal searches all queries at once (one Milvus call per field), then each query is fused."""
-        per_signal = {s.name: s.retriever.search_many(queries) for s in self.signals if s.weight}
-        return [self.fuse({name: lists[i] for name, lists in per_signal.items()}) for i in range(len(queries))]
+        """Every signal searches all queries at once (one Milvus call per field), then each query is fused; with
+        `complete`, every signal then scores each query's candidates (one grouped, filtered search per query)."""
+        active = [s for s in self.signals if s.weight]
+        per_signal = {s.name: s.retriever.search_many(queries) for s in active}
+        hits = [{name: lists[i] for name, lists in per_signal.items()} for i in range(len(queries))]
+        if not self.complete:
+            return [self.fuse(h) for h in hits]
+        candidates = [list(self.first_hits(h)) for h in hits]
+        exact = {s.name: s.retriever.best_per_parent(queries, candidates, self.parent_key) for s in active}
+        return [self.fuse(h, {name: scores[i] for name, scores in exact.items()}) for i, h in enumerate(hits)]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return self.search_many([query])[0]

@@ -14,6 +14,7 @@ Rankers for several fields (search_type="hybrid"):
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -353,6 +354,31 @@ class Retriever(BaseRetriever):
             batches = self._hybrid(queries, vectors, limit)  # also the coarse RRF stage of ranker="model"
         similarity = vectors[SIMILARITY_FIELD]
         return [self._finish(q, v, sorted(hits, key=_best_first)) for q, v, hits in zip(queries, similarity, batches)]
+
+    def best_per_parent(
+        self, queries: list[str], parents: list[list[str]], parent_key: str = "parent_id"
+    ) -> list[dict[str, float]]:
+        """For each query, the best score of each of its `parents` (their best row, through Milvus's grouping search
+        restricted to them): the score a parent the first search missed would have had. Single-field retrievers only;
+        a parent absent from the answer shares no term with a BM25 query and scores 0.0. Seal the collection first
+        (rag_lib.store.seal): on unflushed rows Milvus Lite takes BM25's statistics from the filtered rows alone."""
+        if len(self._fields) != 1:
+            raise RetrieverConfigError(f"best_per_parent searches one field; this retriever searches {self._fields}.")
+        field, vectors = self._fields[0], self._query_vectors(queries)
+        best: list[dict[str, float]] = []
+        for i, (query, wanted) in enumerate(zip(queries, parents, strict=True)):
+            if not wanted:
+                best.append({})
+                continue
+            restrict = f"{parent_key} in {json.dumps(wanted, ensure_ascii=False)}"
+            hits = self.client.search(
+                self.collection, data=self._data(field, [query], {f: [v[i]] for f, v in vectors.items()}),
+                anns_field=field, search_params=self._params[field], limit=len(wanted), output_fields=[parent_key],
+                filter=f"({self.filter}) and {restrict}" if self.filter else restrict, group_by_field=parent_key,
+            )[0]
+            scores = {h[parent_key]: h["score"] for h in self._hits(hits, field in self._text_fields)}
+            best.append({parent: scores.get(parent, 0.0) for parent in wanted})
+        return best
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return self.search_many([query])[0]

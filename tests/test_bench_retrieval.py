@@ -43,7 +43,7 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     retrieval.main(["--cmrc", str(path), "--out", "mini"])
     results = bench_output("mini")
     rows = {row["pipeline"]: row for row in results["pipelines"]}
-    assert len(rows) == 15 and results["setup"]["questions"] == 4
+    assert len(rows) == 16 and results["setup"]["questions"] == 4
     for row in rows.values():
         assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 0.75  # the empty question is always a miss
     # three distinct topics: BM25 and dense each find all three real questions' contexts first
@@ -61,8 +61,8 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     assert rows["Milvus BM25 (jieba analyzer)"]["p50 / peer"] == rows["Milvus BM25 (jieba analyzer)"]["p50 ms"] / rows[
         "peer: rank_bm25 (jieba), numpy"]["p50 ms"]  # compared with the in-process BM25, not the dense peer
     # the per-context fusion and LangChain's ensemble of the same searches find every context first
-    for name in (retrieval.FUSED, retrieval.FUSED_STOP, retrieval.FUSED_WIDE, retrieval.FUSED_CLIENT,
-                 retrieval.ENSEMBLE):
+    for name in (retrieval.FUSED, retrieval.FUSED_COMPLETE, retrieval.FUSED_STOP, retrieval.FUSED_WIDE,
+                 retrieval.FUSED_CLIENT, retrieval.ENSEMBLE):
         assert rows[name]["R@1"] == 0.75
     peer = rows["peer: rank_bm25 (jieba), numpy"]  # client-side BM25 in Milvus ranks as rank_bm25 does
     assert {m: rows[retrieval.CLIENT_BM25][m] for m in ("R@1", "R@3", "MRR@5")} == {
@@ -70,8 +70,8 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     fusion = results["per-context fusion"]
     assert fusion["weights"] == retrieval.FUSION_WEIGHTS
     held = fusion["half B (held out)"]
-    assert set(held) == {retrieval.FUSED, retrieval.FUSED_STOP, retrieval.FUSED_WIDE, retrieval.FUSED_CLIENT,
-                         retrieval.ENSEMBLE, retrieval.PARENT_CHILD, "hybrid weighted 0.6 dense / 0.4 BM25, min-max"}
+    assert set(held) == {retrieval.FUSED, retrieval.FUSED_COMPLETE, retrieval.FUSED_STOP, retrieval.FUSED_WIDE,
+                         retrieval.FUSED_CLIENT, retrieval.ENSEMBLE, retrieval.PARENT_CHILD, "hybrid weighted 0.6 dense / 0.4 BM25, min-max"}
     assert 0 < held[retrieval.FUSED]["questions"] < fusion["all"][retrieval.FUSED]["questions"] == 4
     assert fusion["all"][retrieval.PARENT_CHILD]["fused - this, R@1"] == 0.0
 

@@ -1,5 +1,7 @@
-"""ParentFusionRetriever: per-parent best score, min-max per signal, weighted sum; checked arguments.
-The signals here are canned hit lists (a stand-in for Retriever.search_many, no Milvus): the arithmetic is the test."""
+"""ParentFusionRetriever: per-parent best score, min-max per signal, weighted sum, every candidate scored with
+complete=True; checked arguments. Most signals here are canned hit lists (a TEST DOUBLE for Retriever.search_many
+and best_per_parent, no Milvus): the arithmetic is the test. The last tests run Retriever.best_per_parent on a real
+Milvus Lite collection with the real embeddings."""
 
 from __future__ import annotations
 
@@ -11,10 +13,14 @@ from rag_lib.retriever import RetrieverConfigError
 
 
 class Canned:
-    """Test double for a Retriever: returns fixed (parent, score) hits for every query, best first."""
+    """Test double for a Retriever: returns fixed (parent, score) hits for every query, best first; asked for given
+    parents' best scores, it answers from `every` (a parent missing there: 0.0, as a BM25 search with no shared term)."""
 
-    def __init__(self, hits: list[tuple[str, float]]) -> None:
-        self.hits = hits
+    def __init__(self, hits: list[tuple[str, float]], every: dict[str, float] | None = None) -> None:
+        self.hits, self.every = hits, every or {}
+
+    def best_per_parent(self, queries: list[str], parents: list[list[str]], parent_key: str) -> list[dict[str, float]]:
+        return [{p: self.every.get(p, 0.0) for p in wanted} for wanted in parents]
 
     def search_many(self, queries: list[str]) -> list[list[Document]]:
         return [[Document(page_content=f"{p} row {i}", id=f"{p}-{i}", metadata={"parent_id": p, "score": s})
@@ -64,3 +70,62 @@ def test_bad_arguments_are_refused(weights, k, message):
 def test_signal_names_must_differ():
     with pytest.raises(RetrieverConfigError, match="its own name"):
         ParentFusionRetriever(signals=[Signal("s", Canned([]), 0.5), Signal("s", Canned([]), 0.5)])
+
+
+def test_complete_scores_every_candidate_in_every_signal_so_a_missed_parent_is_not_punished():
+    children = Canned([("A", 0.9), ("B", 0.8)], every={"A": 0.9, "B": 0.8, "C": 0.85})
+    titles = Canned([("C", 12.0), ("B", 3.0)], every={"A": 6.0, "B": 3.0, "C": 12.0})
+    found_only = ParentFusionRetriever(signals=[Signal("children", children, 0.5), Signal("titles", titles, 0.5)])
+    complete = ParentFusionRetriever(signals=[Signal("children", children, 0.5), Signal("titles", titles, 0.5)],
+                                     complete=True)
+    # found only: children A 1, B 0 (C missed: nothing); titles C 1, B 0 (A missed: nothing) -> A .5, C .5, B 0
+    assert {d.metadata["parent_id"]: d.metadata["score"] for d in found_only.search_many(["q"])[0]} == pytest.approx(
+        {"A": 0.5, "B": 0.0, "C": 0.5})
+    # complete: children over A, B, C = 1, 0, .5; titles = 1/3, 0, 1 -> C .75, A 2/3, B 0
+    docs = complete.search_many(["q"])[0]
+    assert [d.metadata["parent_id"] for d in docs] == ["C", "A", "B"]
+    assert docs[0].metadata["score"] == pytest.approx(0.75) and docs[0].page_content == "C row 0"  # titles' hit
+    assert docs[0].metadata["signals"] == pytest.approx({"children": 0.5, "titles": 1.0})
+
+
+def test_complete_needs_best_per_parent_on_every_signal():
+    class SearchOnly:
+        def search_many(self, queries):
+            return [[] for _ in queries]
+
+    with pytest.raises(RetrieverConfigError, match=r"complete=True needs best_per_parent.*\['bare'\]"):
+        ParentFusionRetriever(signals=[Signal("bare", SearchOnly(), 1.0)], complete=True)
+
+
+@pytest.fixture()
+def parented(milvus, embeddings) -> str:
+    """Six real rows of three parents in the course schema, embedded and flushed (sealed)."""
+    from rag_lib.store import ensure_collection_for, make_row, seal
+
+    texts = {"P1": ["Milvus stores vectors.", "Milvus builds HNSW graphs."],
+             "P2": ["Pandas eat bamboo.", "Giant pandas live in Sichuan."],
+             "P3": ["jieba cuts Chinese text into words.", "BM25 scores words by rarity."]}
+    rows = [make_row(f"{p}.md", t, chunk_index=i, parent_id=p) for p, ts in texts.items() for i, t in enumerate(ts)]
+    vectors = embeddings.embed_documents([r["text"] for r in rows])
+    collection = ensure_collection_for(milvus, embeddings, "parented")
+    milvus.insert(collection, [r | {"dense": v} for r, v in zip(rows, vectors)])
+    seal(milvus, collection)  # unflushed rows: Lite's BM25 would take its statistics from the filtered rows only
+    return collection
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_best_per_parent_is_each_parents_best_row_score(milvus, embeddings, parented, kind):
+    from rag_lib.retriever import Retriever
+
+    retriever = Retriever(client=milvus, embeddings=embeddings, collection=parented, search_type=kind, k=6,
+                          candidates=6)
+    queries = ["Which animal eats bamboo?", "How does Milvus search vectors?"]
+    every = retriever.search_many(queries)
+    best = retriever.best_per_parent(queries, [["P2", "P3"], ["P1", "P3"]])
+    for hits, wanted, scores in zip(every, [["P2", "P3"], ["P1", "P3"]], best):
+        assert list(scores) == wanted
+        for parent in wanted:
+            rows = [d.metadata["score"] for d in hits if d.metadata["parent_id"] == parent]
+            assert scores[parent] == pytest.approx(max(rows, default=0.0), rel=1e-5)  # BM25: no shared term -> 0.0
+    assert best[0]["P2"] > best[0]["P3"] and best[1]["P1"] > best[1]["P3"]
+    assert retriever.best_per_parent(["x"], [[]]) == [{}]
