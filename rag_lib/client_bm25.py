@@ -10,6 +10,7 @@ favour of the server-side function; this module needs neither."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Callable
@@ -110,3 +111,23 @@ class ClientBM25Search:
                 "score": h["distance"], "source": h["entity"]["source"], "parent_id": h["entity"]["parent_id"]})
                 for h in hits]
         return results
+
+    def lowest_score(self, queries: list[str]) -> list[float]:
+        """0.0 for every query: some row shares no term with it (the floor `ParentFusionRetriever` scales from)."""
+        return [0.0] * len(queries)
+
+    def best_per_parent(self, queries: list[str], parents: list[list[str]], parent_key: str = "parent_id"
+                        ) -> list[dict[str, float]]:
+        """Each given parent's best BM25 score per query (a grouped search restricted to them; a parent sharing no
+        term with the query scores 0.0): what `ParentFusionRetriever(complete=True)` asks of every signal."""
+        best = []
+        for query, wanted in zip(queries, parents, strict=True):
+            vector, scores = self.encoder.query(query), {}
+            if vector and wanted:
+                hits = self.client.search(self.collection, data=[vector], anns_field=FIELD, limit=len(wanted),
+                                          search_params=SEARCH_PARAMS, output_fields=[parent_key],
+                                          filter=f"{parent_key} in {json.dumps(wanted, ensure_ascii=False)}",
+                                          group_by_field=parent_key)[0]
+                scores = {h["entity"][parent_key]: h["distance"] for h in hits}
+            best.append({parent: scores.get(parent, 0.0) for parent in wanted})
+        return best

@@ -4,8 +4,9 @@ best hit score, min-max scales those per query, and a weighted sum ranks the par
 
 Unlike RRF over chunks, a parent found by several of its chunks counts once per search, and a search that finds
 the parent only by its title still adds its say. By default each search scales over the parents it found, and a
-parent it missed adds nothing; with `complete=True` every search also scores every candidate parent (a second,
-filtered search each), so a parent one search missed is not punished for it."""
+parent it missed adds nothing. With `complete=True` every search also scores every candidate parent (a second,
+filtered search each), so a parent one search missed is not punished for it, and scales them from about the lowest
+score any row gets (its floor), so that close candidates stay close instead of being stretched to 0 and 1."""
 
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ class ManySearch(Protocol):
 
 @runtime_checkable
 class ParentScores(Protocol):
-    """What `complete=True` also needs: `rag_lib.retriever.Retriever.best_per_parent`."""
+    """What `complete=True` also needs: `rag_lib.retriever.Retriever.best_per_parent` and `lowest_score`."""
 
     def best_per_parent(self, queries: list[str], parents: list[list[str]], parent_key: str) -> list[dict[str, float]]: ...
+
+    def lowest_score(self, queries: list[str]) -> list[float]: ...
 
 
 class Signal(NamedTuple):
@@ -66,7 +69,7 @@ class ParentFusionRetriever(BaseRetriever):
             raise RetrieverConfigError(f"k={self.k}: k is how many parents to return; give k >= 1.")
         partial = [s.name for s in self.signals if not isinstance(s.retriever, ParentScores)]
         if self.complete and partial:
-            raise RetrieverConfigError(f"complete=True needs best_per_parent on every signal; {partial} lack it: "
+            raise RetrieverConfigError(f"complete=True needs best_per_parent and lowest_score on every signal; {partial} lack them: "
                                        "use rag_lib.retriever.Retriever searches, or complete=False.")
 
     def parent_of(self, document: Document) -> str:
@@ -87,19 +90,23 @@ class ParentFusionRetriever(BaseRetriever):
                 first.setdefault(self.parent_of(document), document)
         return first
 
-    def fuse(self, hits: dict[str, list[Document]], exact: dict[str, dict[str, float]] | None = None) -> list[Document]:
-        """One query: the signals' hit lists (by signal name) fused into the top-k parents; with `exact` (per signal,
-        every candidate parent's best score), each signal scales over all candidates instead of what it found."""
+    def fuse(self, hits: dict[str, list[Document]], exact: dict[str, dict[str, float]] | None = None,
+             floors: dict[str, float] | None = None) -> list[Document]:
+        """One query: the signals' hit lists (by signal name) fused into the top-k parents. With `exact` (per signal,
+        every candidate's best score) and `floors` (per signal, the lowest score of any row), each signal scales
+        every candidate from its floor to the best candidate; else over the parents it found."""
         fused: dict[str, float] = {}
         scaled: dict[str, dict[str, float]] = {}
         for signal in (s for s in self.signals if s.weight):
-            if exact is not None:
+            if exact is not None and floors is not None:
                 best = exact[signal.name]
+                values = min_max([*best.values(), floors[signal.name]])[:-1]
             else:
                 best = {}
                 for document in hits[signal.name]:
                     best.setdefault(self.parent_of(document), document.metadata["score"])
-            for parent, value in zip(best, min_max(list(best.values()))):
+                values = min_max(list(best.values()))
+            for parent, value in zip(best, values):
                 fused[parent] = fused.get(parent, 0.0) + signal.weight * value
                 scaled.setdefault(parent, {})[signal.name] = value
         first = self.first_hits(hits)
@@ -116,7 +123,9 @@ class ParentFusionRetriever(BaseRetriever):
             return [self.fuse(h) for h in hits]
         candidates = [list(self.first_hits(h)) for h in hits]
         exact = {s.name: s.retriever.best_per_parent(queries, candidates, self.parent_key) for s in active}
-        return [self.fuse(h, {name: scores[i] for name, scores in exact.items()}) for i, h in enumerate(hits)]
+        floors = {s.name: s.retriever.lowest_score(queries) for s in active}
+        return [self.fuse(h, {name: scores[i] for name, scores in exact.items()},
+                          {name: lows[i] for name, lows in floors.items()}) for i, h in enumerate(hits)]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return self.search_many([query])[0]

@@ -14,10 +14,14 @@ from rag_lib.retriever import RetrieverConfigError
 
 class Canned:
     """Test double for a Retriever: returns fixed (parent, score) hits for every query, best first; asked for given
-    parents' best scores, it answers from `every` (a parent missing there: 0.0, as a BM25 search with no shared term)."""
+    parents' best scores, it answers from `every` (a parent missing there: 0.0, as a BM25 search with no shared term);
+    its lowest score for any row is `floor`."""
 
-    def __init__(self, hits: list[tuple[str, float]], every: dict[str, float] | None = None) -> None:
-        self.hits, self.every = hits, every or {}
+    def __init__(self, hits: list[tuple[str, float]], every: dict[str, float] | None = None, floor: float = 0.0) -> None:
+        self.hits, self.every, self.floor = hits, every or {}, floor
+
+    def lowest_score(self, queries: list[str]) -> list[float]:
+        return [self.floor for _ in queries]
 
     def best_per_parent(self, queries: list[str], parents: list[list[str]], parent_key: str) -> list[dict[str, float]]:
         return [{p: self.every.get(p, 0.0) for p in wanted} for wanted in parents]
@@ -72,8 +76,8 @@ def test_signal_names_must_differ():
         ParentFusionRetriever(signals=[Signal("s", Canned([]), 0.5), Signal("s", Canned([]), 0.5)])
 
 
-def test_complete_scores_every_candidate_in_every_signal_so_a_missed_parent_is_not_punished():
-    children = Canned([("A", 0.9), ("B", 0.8)], every={"A": 0.9, "B": 0.8, "C": 0.85})
+def test_complete_scores_every_candidate_in_every_signal_from_its_floor_so_a_missed_parent_is_not_punished():
+    children = Canned([("A", 0.9), ("B", 0.8)], every={"A": 0.9, "B": 0.8, "C": 0.85}, floor=0.7)
     titles = Canned([("C", 12.0), ("B", 3.0)], every={"A": 6.0, "B": 3.0, "C": 12.0})
     found_only = ParentFusionRetriever(signals=[Signal("children", children, 0.5), Signal("titles", titles, 0.5)])
     complete = ParentFusionRetriever(signals=[Signal("children", children, 0.5), Signal("titles", titles, 0.5)],
@@ -81,11 +85,12 @@ def test_complete_scores_every_candidate_in_every_signal_so_a_missed_parent_is_n
     # found only: children A 1, B 0 (C missed: nothing); titles C 1, B 0 (A missed: nothing) -> A .5, C .5, B 0
     assert {d.metadata["parent_id"]: d.metadata["score"] for d in found_only.search_many(["q"])[0]} == pytest.approx(
         {"A": 0.5, "B": 0.0, "C": 0.5})
-    # complete: children over A, B, C = 1, 0, .5; titles = 1/3, 0, 1 -> C .75, A 2/3, B 0
+    # complete, from each floor: children (0.7 .. 0.9) A 1, B .5, C .75; titles (0 .. 12) A .5, B .25, C 1
     docs = complete.search_many(["q"])[0]
     assert [d.metadata["parent_id"] for d in docs] == ["C", "A", "B"]
-    assert docs[0].metadata["score"] == pytest.approx(0.75) and docs[0].page_content == "C row 0"  # titles' hit
-    assert docs[0].metadata["signals"] == pytest.approx({"children": 0.5, "titles": 1.0})
+    assert [d.metadata["score"] for d in docs] == pytest.approx([0.875, 0.75, 0.375])
+    assert docs[0].page_content == "C row 0"  # the titles' hit: the children never returned C
+    assert docs[0].metadata["signals"] == pytest.approx({"children": 0.75, "titles": 1.0})
 
 
 def test_complete_needs_best_per_parent_on_every_signal():
@@ -93,7 +98,7 @@ def test_complete_needs_best_per_parent_on_every_signal():
         def search_many(self, queries):
             return [[] for _ in queries]
 
-    with pytest.raises(RetrieverConfigError, match=r"complete=True needs best_per_parent.*\['bare'\]"):
+    with pytest.raises(RetrieverConfigError, match=r"complete=True needs best_per_parent and lowest_score.*\['bare'\]"):
         ParentFusionRetriever(signals=[Signal("bare", SearchOnly(), 1.0)], complete=True)
 
 
@@ -129,3 +134,18 @@ def test_best_per_parent_is_each_parents_best_row_score(milvus, embeddings, pare
             assert scores[parent] == pytest.approx(max(rows, default=0.0), rel=1e-5)  # BM25: no shared term -> 0.0
     assert best[0]["P2"] > best[0]["P3"] and best[1]["P1"] > best[1]["P3"]
     assert retriever.best_per_parent(["x"], [[]]) == [{}]
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_lowest_score_is_the_floor_of_every_rows_score(milvus, embeddings, parented, kind):
+    from rag_lib.retriever import Retriever
+
+    retriever = Retriever(client=milvus, embeddings=embeddings, collection=parented, search_type=kind, k=6,
+                          candidates=6)
+    queries = ["Which animal eats bamboo?", "How does Milvus search vectors?"]
+    floors = retriever.lowest_score(queries)
+    if kind == "sparse":
+        assert floors == [0.0, 0.0]  # some row shares no term with the query
+        return
+    for floor, hits in zip(floors, retriever.search_many(queries)):  # all six rows: the lowest cosine among them
+        assert floor == pytest.approx(min(d.metadata["score"] for d in hits), abs=1e-5)

@@ -52,7 +52,8 @@ FUSED_WIDE = "per-context fusion, 50 rows per search"  # min-max over more of th
 WIDE_CANDIDATES = 50
 FUSED_CLIENT = "per-context fusion, client-side BM25"  # rank_bm25's term weights, stored as sparse vectors
 # bench ceiling scales each signal over every context; the Milvus build over the contexts each search found, so a
-# context one search missed got nothing from it. Scoring every candidate in every search closes that gap:
+# context one search missed got nothing from it, and close candidates were stretched to 0 and 1. Scoring every
+# candidate in every search, from the lowest score any row gets, closes that gap:
 FUSED_COMPLETE = "per-context fusion, every candidate scored by every search"
 COMPLETE_CANDIDATES = 5  # rows each search hands over; their contexts are the candidates every search then scores
 CLIENT_BM25 = "Milvus client-side BM25 (rank_bm25 weights, sparse IP)"
