@@ -47,6 +47,8 @@ def test_milvus_ranks_the_client_vectors_as_rank_bm25_does(tmp_path):
         create_collection(client, "client_bm25", rows, encoder)
         search = ClientBM25Search(client, "client_bm25", encoder, limit=3)
         results = search.search_many(QUERIES)
+        wanted = [["p0", "p6", "p3"]] * len(QUERIES)  # 故宫 twice, and a parent sharing no term with most queries
+        best = search.best_per_parent(QUERIES, wanted)
     finally:
         client.close()
     reference = BM25Okapi([tokenize(t) for t in TEXTS])
@@ -57,6 +59,10 @@ def test_milvus_ranks_the_client_vectors_as_rank_bm25_does(tmp_path):
         assert [h.metadata["score"] for h in hits] == pytest.approx([scores[i] for i in positive], rel=1e-5)
         assert all(h.metadata["parent_id"] == "p" + h.metadata["source"][3:] for h in hits)
     assert results[-1] == []  # the unknown word finds nothing, without a Milvus call
+    for query, scores in zip(QUERIES, best):  # each given parent's exact score (one row each), 0.0 with no shared term
+        exact = reference.get_scores(tokenize(query))
+        assert scores == pytest.approx({"p0": exact[0], "p6": exact[6], "p3": exact[3]}, rel=1e-5), query
+    assert search.lowest_score(QUERIES) == [0.0] * len(QUERIES)
 
 
 def test_fit_needs_texts():
