@@ -37,6 +37,12 @@ def test_loader_reads_contexts_questions_and_answers(tmp_path):
     assert [q.answers for q in data.questions][:2] == [("紫禁城",), ("6300公里",)]
 
 
+def test_the_held_out_dev_split_loads_and_shares_no_paragraph_with_trial():
+    trial, dev = (load_cmrc(PROJECT_ROOT / "data" / "cmrc2018" / f"cmrc2018_{split}.json") for split in ("trial", "dev"))
+    assert (len(dev.contexts), len(dev.questions)) == (848, 3219)
+    assert not set(dev.contexts) & set(trial.contexts) and not set(dev.contexts.values()) & set(trial.contexts.values())
+
+
 def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output):
     path = tmp_path / "mini.json"
     write_squad(path)
