@@ -32,7 +32,8 @@ from tqdm import tqdm
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.bench.answers import (
     JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, append_row, clear_prompt_cache, compare, describe, judge_context,
-    model_name, names, rag_context, read_jsonl, rescored, run_pipeline, token_counter_for, with_ci,
+    model_name, names, print_seconds, rag_context, read_jsonl, rescored, run_pipeline, token_counter_for,
+    where_seconds_go, with_ci,
 )
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
@@ -132,7 +133,8 @@ def summarize(questions: list[dict], runs_file: Path) -> dict:
              "model": ", ".join(sorted({r["model"] for found in rows.values() for r in found.values()})),
              "load_1min over the rows": {"mean": round(sum(loads) / len(loads), 2), "max": max(loads)}
              if loads else None}
-    return {"setup": setup, "summary": summary, "paired": paired}
+    every_row = [r for found in rows.values() for r in found.values()]
+    return {"setup": setup, "summary": summary, "paired": paired, "where the seconds go": where_seconds_go(every_row)}
 
 
 def main(argv: list[str]) -> None:
@@ -163,6 +165,7 @@ def main(argv: list[str]) -> None:
         print(format_table([{"questions": r["questions"], "comparison": r["comparison"], "n": r["n"],
                              **{k: f"{v:.2f}" for k, v in r.items() if k.endswith("diff")}}
                             for r in results["paired"]]))
+    print_seconds(results)
     print("\nwrote", write_results(args.out, results))
 
 
