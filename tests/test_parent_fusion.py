@@ -118,15 +118,21 @@ def parented(milvus, embeddings) -> str:
     return collection
 
 
-@pytest.mark.parametrize("kind", ["dense", "sparse"])
-def test_best_per_parent_is_each_parents_best_row_score(milvus, embeddings, parented, kind):
+QUERIES = ["Which animal eats bamboo?", "How does Milvus search vectors?"]
+
+
+def searching(milvus, embeddings, collection: str, kind: str):
+    """A single-field Retriever over the six rows that returns all of them."""
     from rag_lib.retriever import Retriever
 
-    retriever = Retriever(client=milvus, embeddings=embeddings, collection=parented, search_type=kind, k=6,
-                          candidates=6)
-    queries = ["Which animal eats bamboo?", "How does Milvus search vectors?"]
-    every = retriever.search_many(queries)
-    best = retriever.best_per_parent(queries, [["P2", "P3"], ["P1", "P3"]])
+    return Retriever(client=milvus, embeddings=embeddings, collection=collection, search_type=kind, k=6, candidates=6)
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse"])
+def test_best_per_parent_is_each_parents_best_row_score(milvus, embeddings, parented, kind):
+    retriever = searching(milvus, embeddings, parented, kind)
+    every = retriever.search_many(QUERIES)
+    best = retriever.best_per_parent(QUERIES, [["P2", "P3"], ["P1", "P3"]])
     for hits, wanted, scores in zip(every, [["P2", "P3"], ["P1", "P3"]], best):
         assert list(scores) == wanted
         for parent in wanted:
@@ -138,14 +144,10 @@ def test_best_per_parent_is_each_parents_best_row_score(milvus, embeddings, pare
 
 @pytest.mark.parametrize("kind", ["dense", "sparse"])
 def test_lowest_score_is_the_floor_of_every_rows_score(milvus, embeddings, parented, kind):
-    from rag_lib.retriever import Retriever
-
-    retriever = Retriever(client=milvus, embeddings=embeddings, collection=parented, search_type=kind, k=6,
-                          candidates=6)
-    queries = ["Which animal eats bamboo?", "How does Milvus search vectors?"]
-    floors = retriever.lowest_score(queries)
+    retriever = searching(milvus, embeddings, parented, kind)
+    floors = retriever.lowest_score(QUERIES)
     if kind == "sparse":
         assert floors == [0.0, 0.0]  # some row shares no term with the query
         return
-    for floor, hits in zip(floors, retriever.search_many(queries)):  # all six rows: the lowest cosine among them
+    for floor, hits in zip(floors, retriever.search_many(QUERIES)):  # all six rows: the lowest cosine among them
         assert floor == pytest.approx(min(d.metadata["score"] for d in hits), abs=1e-5)
