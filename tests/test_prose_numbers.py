@@ -462,6 +462,14 @@ def held_04(name: str, metric: str) -> Value:
     return fused_04("half B (held out)", name, metric)
 
 
+def metric_claims(notebook: str, template: str, value: Callable[[str], Value]) -> list[Claim]:
+    """One claim per metric for a sentence quoting R@1, R@5 and MRR@5 in that order: `template` is a regex with three
+    `{}` slots, `value(metric)` the true value."""
+    metrics = ("R@1", "R@5", "MRR@5")
+    return [Claim(notebook, template.format(*(r"([.\d]+)" if j == i else r"[.\d]+" for j in range(3))), value(metric))
+            for i, metric in enumerate(metrics)]
+
+
 def complete_minus_fused(key: str, *end: int) -> Value:
     """bench_results/retrieval.json stores fused - complete; the prose writes complete - fused (ends swap)."""
     value = fused_04("all", FUSED_COMPLETE, key, *(1 - e for e in end))
@@ -735,9 +743,7 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"parent-child \(([.\d]+)\) beat it", pipeline(PARENT, "MRR@5")),
     Claim(N12, r"per-context fusion \(([.\d]+), [.\d]+ with every candidate scored\)", pipeline(FUSED, "MRR@5")),
     Claim(N12, r"per-context fusion \([.\d]+, ([.\d]+) with every candidate scored\)", pipeline(FUSED_COMPLETE, "MRR@5")),
-    Claim(N12, r"lifts it to recall@1 ([.\d]+),", pipeline(FUSED_COMPLETE, "R@1")),
-    Claim(N12, r"lifts it to recall@1 [.\d]+, recall@5 ([.\d]+)", pipeline(FUSED_COMPLETE, "R@5")),
-    Claim(N12, r"lifts it to recall@1 [.\d]+, recall@5 [.\d]+ and MRR@5 ([.\d]+)", pipeline(FUSED_COMPLETE, "MRR@5")),
+    *metric_claims(N12, r"lifts it to recall@1 {}, recall@5 {} and MRR@5 {}", lambda m: pipeline(FUSED_COMPLETE, m)),
     Claim(N12, r"edges past it: recall@1 ([.\d]+),", pipeline(FUSED, "R@1")),
     Claim(N12, r"edges past it: recall@1 [.\d]+,\s+recall@5 ([.\d]+) and", pipeline(FUSED, "R@5")),
     Claim(N12, r"and MRR@5 ([.\d]+), a gain", pipeline(FUSED, "MRR@5")),
@@ -1073,21 +1079,16 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"recall@5 ([.\d]+)\s+\(the ceiling: two", pipeline(FUSED_COMPLETE, "R@5")),
     Claim(N04, r"and MRR@5 ([.\d]+) on all", pipeline(FUSED_COMPLETE, "MRR@5")),
     Claim(N04, r"on all ([\d,]+) questions, and", bench("retrieval", "setup", "questions")),
-    *(Claim(N04, r"questions, and " + " / ".join(r"([.\d]+)" if j == i else r"[.\d]+" for j in range(3))
-            + " on the\\s+held-out", held_04(FUSED_COMPLETE, metric)) for i, metric in enumerate(("R@1", "R@5", "MRR@5"))),
+    *metric_claims(N04, r"questions, and {} / {} / {} on the\s+held-out", lambda m: held_04(FUSED_COMPLETE, m)),
     *interval_claims(N04, r"Against the plain per-context fusion it gains ", complete_minus_fused, "fused - this, R@1",
                      suffix=" recall@1"),
     *interval_claims(N04, r"recall@1 and\s+", complete_minus_fused, "fused - this, MRR@5", suffix=" MRR@5, the last"),
-    Claim(N04, r"it scores recall@1 ([.\d]+),", dev_04("R@1")),
-    Claim(N04, r"it scores recall@1 [.\d]+, recall@5 ([.\d]+)", dev_04("R@5")),
-    Claim(N04, r"it scores recall@1 [.\d]+, recall@5 [.\d]+ and MRR@5 ([.\d]+)", dev_04("MRR@5")),
+    *metric_claims(N04, r"it scores recall@1 {}, recall@5 {} and MRR@5 {}", dev_04),
     Claim(N04, r"MRR@5 [.\d]+ \(([\d,]+) questions\)", bench("retrieval_dev", "setup", "questions")),
     Claim(N04, r"a seeded sample of ([\d,]+) of its questions", bench("retrieval_dev", "setup", "questions")),
     Claim(N04, r"split \(([\d,]+) other paragraphs", bench("retrieval_dev", "setup", "contexts")),
     Claim(N04, r"takes each search's top (\d+) rows", bench("retrieval", "per-context fusion", "complete: rows per search")),
-    Claim(N04, r"The plain version: recall@1 ([.\d]+),", pipeline(FUSED, "R@1")),
-    Claim(N04, r"The plain version: recall@1 [.\d]+, recall@5 ([.\d]+),", pipeline(FUSED, "R@5")),
-    Claim(N04, r"The plain version: recall@1 [.\d]+, recall@5 [.\d]+, MRR@5 ([.\d]+);", pipeline(FUSED, "MRR@5")),
+    *metric_claims(N04, r"The plain version: recall@1 {}, recall@5 {}, MRR@5 {};", lambda m: pipeline(FUSED, m)),
     Claim(N04, r"and question:\s+(\d+) ms p50", pipeline(FUSED_COMPLETE, "p50 ms")),
     Claim(N04, r"ms p50, (\d+) ms per question batched", pipeline(FUSED_COMPLETE, "batched ms/q (64 per call)")),
     *interval_claims(N04, r"inside the noise \(recall@1 ", lambda *key: fused_04("all", PARENT, *key), "fused - this, R@1"),
