@@ -68,7 +68,7 @@ from rag_lib.gguf import ensure_qwen_gguf
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph, fold
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
-from rag_lib.index import index_directory
+from rag_lib.index import index_directory, source_name
 from rag_lib.matching import any_occurs_in, occurs_in
 from rag_lib.models import (
     StructuredOutputError,
@@ -709,7 +709,7 @@ def summarize_cmrc(
             "indexed contexts": sum(home == "local" for home in homes),
             "web pages": sum(home == "web" for home in homes),
             "questions with rows": len({row["id"] for row in rows}), "rows": len(rows),
-            "runs file": str(runs_file(runs_dir, setting)),
+            "runs file": source_name(runs_file(runs_dir, setting)),
             "load_1min over the rows": {"mean": round(float(np.mean(loads)), 2), "max": max(loads)} if loads else None,
         }
     order = {name: i for i, name in enumerate(SETTINGS)}

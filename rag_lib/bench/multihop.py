@@ -37,7 +37,7 @@ from rag_lib.bench.answers import (
 )
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
-from rag_lib.index import index_directory
+from rag_lib.index import index_directory, source_name
 from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, close, connect
@@ -129,7 +129,7 @@ def summarize(questions: list[dict], runs_file: Path) -> dict:
     loads = [r["load_1min"] for found in rows.values() for r in found.values()]
     setup = {"questions": len(questions), "file": QUESTIONS.name, "corpus": "data/docs + data/web, one collection",
              "retriever k": K, "min_similarity": default_min_similarity(), "judge max_llm_calls": JUDGE_MAX_LLM_CALLS,
-             "judge max_depth": JUDGE_MAX_DEPTH, "runs file": str(runs_file),
+             "judge max_depth": JUDGE_MAX_DEPTH, "runs file": source_name(runs_file),
              "model": ", ".join(sorted({r["model"] for found in rows.values() for r in found.values()})),
              "load_1min over the rows": {"mean": round(sum(loads) / len(loads), 2), "max": max(loads)}
              if loads else None}
