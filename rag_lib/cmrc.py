@@ -52,6 +52,11 @@ def cmrc_path(path: str | Path | None = None) -> Path:
     return resolved
 
 
+def dataset_label(path: str | Path | None = None) -> str:
+    """How a benchmark names the CMRC file it ran on (trial or dev), with the data's licence."""
+    return f"CMRC 2018, {cmrc_path(path).name} (CC BY-SA 4.0)"
+
+
 def load_cmrc(path: str | Path | None = None) -> Dataset:
     """Read contexts and questions; questions with an empty text are kept (they count as misses)."""
     raw = json.loads(cmrc_path(path).read_text(encoding="utf-8"))

@@ -50,6 +50,7 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     results = bench_output("mini")
     rows = {row["pipeline"]: row for row in results["pipelines"]}
     assert len(rows) == 16 and results["setup"]["questions"] == 4
+    assert results["setup"]["dataset"] == "CMRC 2018, mini.json (CC BY-SA 4.0)"  # the file it ran on, by name
     for row in rows.values():
         assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 0.75  # the empty question is always a miss
     # three distinct topics: BM25 and dense each find all three real questions' contexts first

@@ -198,9 +198,10 @@ def pipeline(name: str, metric: str, scale: float = 1.0) -> Value:
 DIFF, STOPPED, BATCHED_LITE = "R@1 - flushed once", "BM25, flushed once, stop filter", "batched ms/q (64 per call)"
 
 
-def lite_segment(name: str, metric: str, *index: int) -> Value:
-    """One row of the segments part of bench_results/lite.json (an index picks an interval end)."""
-    return bench("lite", "segments", "pipelines", {"pipeline": name}, metric, *index)
+def lite_segment(name: str, metric: str, *index: int, file: str = "lite") -> Value:
+    """One row of the segments part of bench_results/<file>.json, lite.json (trial) or lite_dev.json (an index picks
+    an interval end)."""
+    return bench(file, "segments", "pipelines", {"pipeline": name}, metric, *index)
 
 
 def lite_scale(chunks: int, name: str, metric: str, scale: float = 1.0) -> Value:
@@ -235,7 +236,6 @@ FUSED_STOP, FUSED_WIDE = "per-context fusion, BM25 with the stop filter", "per-c
 FUSED_CLIENT, CLIENT_BM25 = ("per-context fusion, client-side BM25",
                              "Milvus client-side BM25 (rank_bm25 weights, sparse IP)")
 FUSED_COMPLETE = "per-context fusion, every candidate scored by every search"
-STOPPED_DEV = "BM25, flushed once, stop filter"  # a row of bench_results/lite_dev.json
 HYBRIDS = (RRF, WEIGHTED, CUTOFF)  # the hybrids without rerank
 SINGLES = (PEER_BM25, PEER_DENSE, BM25, DENSE, RERANK)
 
@@ -1008,21 +1008,16 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"the CMRC dev split \(`bench_results/lite_dev.json`[\s\S]*?: ([\d,]+) chunks",
           bench("lite_dev", "segments", "chunks")),
     Claim(N04, r"chunks, ([\d,]+) questions\) Lite's BM25", bench("lite_dev", "setup", "questions")),
-    Claim(N04, r"recall@1 ([.\d]+) flushed once and", bench("lite_dev", "segments", "pipelines",
-                                                           {"pipeline": "BM25, flushed once"}, "R@1")),
-    Claim(N04, r"flushed once and ([.\d]+) unflushed", bench("lite_dev", "segments", "pipelines",
-                                                          {"pipeline": "BM25, unflushed"}, "R@1")),
-    Claim(N04, r"the stop filter lifts it to ([.\d]+)", bench("lite_dev", "segments", "pipelines",
-                                                           {"pipeline": STOPPED_DEV}, "R@1")),
-    *interval_claims(N04, r"the stop filter lifts it to [.\d]+\s+\(", lambda key, *end: bench(  # the row's "95% CI"
-        "lite_dev", "segments", "pipelines", {"pipeline": STOPPED_DEV}, "95% CI" if end else key, *end),
-        "R@1 - flushed once", sep=r" \[", suffix=r"\)"),
-    Claim(N04, r"level with rank_bm25 \(([.\d]+)\), and answers", bench("lite_dev", "segments", "pipelines",
-                                                                      {"pipeline": "BM25, rank_bm25 (in-process)"}, "R@1")),
-    Claim(N04, r"answers faster \(([.\d]+) against", bench("lite_dev", "segments", "pipelines",
-                                                        {"pipeline": STOPPED_DEV}, "p50 ms")),
-    Claim(N04, r"answers faster \([.\d]+ against ([.\d]+) ms p50\)", bench("lite_dev", "segments", "pipelines",
-                                                                        {"pipeline": "BM25, flushed once"}, "p50 ms")),
+    Claim(N04, r"recall@1 ([.\d]+) flushed once and", lite_segment("BM25, flushed once", "R@1", file="lite_dev")),
+    Claim(N04, r"flushed once and ([.\d]+) unflushed", lite_segment("BM25, unflushed", "R@1", file="lite_dev")),
+    Claim(N04, r"the stop filter lifts it to ([.\d]+)", lite_segment(STOPPED, "R@1", file="lite_dev")),
+    *interval_claims(N04, r"the stop filter lifts it to [.\d]+\s+\(", lambda key, *end: lite_segment(  # the row's "95% CI"
+        STOPPED, "95% CI" if end else key, *end, file="lite_dev"), DIFF, sep=r" \[", suffix=r"\)"),
+    Claim(N04, r"level with rank_bm25 \(([.\d]+)\), and answers",
+          lite_segment("BM25, rank_bm25 (in-process)", "R@1", file="lite_dev")),
+    Claim(N04, r"answers faster \(([.\d]+) against", lite_segment(STOPPED, "p50 ms", file="lite_dev")),
+    Claim(N04, r"answers faster \([.\d]+ against ([.\d]+) ms p50\)",
+          lite_segment("BM25, flushed once", "p50 ms", file="lite_dev")),
     Claim(N04, r"R@1 falls from ([.\d]+) to", lite_segment("BM25, flushed once", "R@1")),
     Claim(N04, r"R@1 falls from [.\d]+ to ([.\d]+)", lite_segment("BM25, flushed every 64 rows", "R@1")),
     Claim(N04, r"\s+\((-[.\d]+) \[-[.\d]+, -[.\d]+\]\)\. Dense", lite_segment("BM25, flushed every 64 rows", DIFF)),

@@ -35,7 +35,7 @@ from rag_lib.bench.retrieval import (
     BATCH, CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_batch, milvus_search,
     peer_bm25,
 )
-from rag_lib.cmrc import cmrc_path
+from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
 from rag_lib.models import cap_query, embed_queries
 from rag_lib.retriever import Retriever
@@ -216,7 +216,7 @@ def main(argv: list[str]) -> None:
     client.close()
     setup = {"questions": len(questions), "timed questions": len(timed), "candidates": CANDIDATES, "batch": BATCH,
              "small flush": SMALL_FLUSH, "bootstrap resamples": RESAMPLES,
-             "dataset": f"CMRC 2018, {cmrc_path(args.cmrc).name} (CC BY-SA 4.0)"}
+             "dataset": dataset_label(args.cmrc)}
     print("\nwrote", write_results(args.out, {"setup": setup, **parts}))
 
 

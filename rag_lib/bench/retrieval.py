@@ -25,7 +25,7 @@ from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows 
 
 from rag_lib.bench import format_table, percentile, write_results
 from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
-from rag_lib.cmrc import Dataset, Question, cmrc_path, load_cmrc
+from rag_lib.cmrc import Dataset, Question, dataset_label, load_cmrc
 from rag_lib.evaluation import (
     bootstrap_ci, contains_any, context_recall, context_relevance, paired_difference, recall_at_k, reciprocal_rank,
 )
@@ -394,7 +394,7 @@ def main(argv: list[str]) -> None:
     print(format_table([{"pipeline": n, **{k: v for k, v in r.items() if "CI" not in k}}
                         for n, r in fusion["half B (held out)"].items()]))
     meta = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks), "children": len(children),
-            "candidates": CANDIDATES, "batch": BATCH, "dataset": f"CMRC 2018, {cmrc_path(args.cmrc).name} (CC BY-SA 4.0)"}
+            "candidates": CANDIDATES, "batch": BATCH, "dataset": dataset_label(args.cmrc)}
     print("\nwrote", write_results(args.out, {"setup": meta, "pipelines": rows, "per-context fusion": fusion}))
 
 
