@@ -23,6 +23,7 @@ import numpy as np
 
 from rag_lib.bench import format_table, write_results
 from rag_lib.evaluation import exact_match
+from rag_lib.index import source_name
 
 ROUND = 5  # prompts per build per round
 RESAMPLES = 2000
@@ -74,7 +75,7 @@ def worker(items: list[dict]) -> list[dict]:
                      "first token s": first - started, "total s": ended - started, "generated tokens": generated,
                      "generation tok/s": (generated - 1) / (ended - first) if generated > 1 and ended > first else None,
                      "answer": cleaned_span(text), "em": exact_match(cleaned_span(text), item["golds"]),
-                     "llama_cpp": str(Path(llama_cpp.__file__).parent)})
+                     "llama_cpp": source_name(Path(llama_cpp.__file__).parent)})
     return rows
 
 

@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from rag_lib.bench import format_table, write_results
 from rag_lib.bench.retrieval import chunk_contexts, cmrc_parser, cmrc_sample, half_a
-from rag_lib.cmrc import Dataset
+from rag_lib.cmrc import Dataset, dataset_label
 from rag_lib.evaluation import bootstrap_ci
 from rag_lib.models import embed_queries, get_embeddings
 from rag_lib.text import tokenize
@@ -129,7 +129,7 @@ def main(argv: list[str]) -> None:
         print(format_table([{"scored on": part, **{k: v for k, v in h[part].items() if "CI" not in k}}
                             for part in ("in sample", "held out", "all")]))
     setup = {"questions": len(questions), "contexts": len(ids), "grid": GRID, "split": "contexts, seed 0, halves",
-             "dataset": "CMRC 2018 trial (CC BY-SA 4.0)"}
+             "dataset": dataset_label(args.cmrc)}
     print("\nwrote", write_results(args.out, {"setup": setup, "signals": rows, "halves": halves}))
 
 

@@ -34,7 +34,7 @@ from rag_lib.bench.retrieval import (
     CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_collection, to_contexts,
 )
 from rag_lib.chunking import SEPARATORS, recursive_split
-from rag_lib.cmrc import Dataset
+from rag_lib.cmrc import Dataset, dataset_label
 from rag_lib.evaluation import paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
 from rag_lib.models import E5_MIN_SIMILARITY, get_chat_model
@@ -252,7 +252,7 @@ def main(argv: list[str]) -> None:
     print(format_table(splitters))
     setup = {"questions": len(questions), "llm questions": len(llm_questions), "contexts": len(data.contexts),
              "candidates": CANDIDATES, "hyde max_tokens": HYDE_TOKENS, "bootstrap resamples": RESAMPLES,
-             "min_similarity": E5_MIN_SIMILARITY, "dataset": "CMRC 2018 trial (CC BY-SA 4.0)"}
+             "min_similarity": E5_MIN_SIMILARITY, "dataset": dataset_label(args.cmrc)}
     payload = {"setup": setup, "pipelines": rows, "pairs": pairs, "splitters": splitters}
     print("\nwrote", write_results(args.out, payload))
 

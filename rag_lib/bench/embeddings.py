@@ -17,6 +17,7 @@ from rag_lib.bench import format_table, write_results
 from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.lite import grown_rows
 from rag_lib.bench.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_search
+from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
 from rag_lib.models import USEEmbeddings, raw_embeddings
 from rag_lib.retriever import Retriever
@@ -116,7 +117,7 @@ def main(argv: list[str]) -> None:
     print(format_table(differences))
     print(format_table(speed["models"]))
     setup = {"questions": len(run.questions), "contexts": len(run.data.contexts), "chunks": len(chunks),
-             "candidates": CANDIDATES, "dataset": "CMRC 2018 trial (CC BY-SA 4.0)"}
+             "candidates": CANDIDATES, "dataset": dataset_label(args.cmrc)}
     results = {"setup": setup, "pipelines": rows, "differences": differences, "indexing": speed}
     print("\nwrote", write_results(args.out, results))
 

@@ -30,6 +30,7 @@ from rag_lib.bench.retrieval import (
     milvus_batch,
     peer_bm25,
 )
+from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
 from rag_lib.retriever import Retriever
 from rag_lib.text import tokenize
@@ -106,7 +107,7 @@ def main(argv: list[str]) -> None:
     print(format_table([{k: v for k, v in row.items() if k != "95% CI"} for row in rows]))
     setup = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks),
              "candidates": CANDIDATES, "batch": BATCH, "default": DEFAULT, "bootstrap resamples": RESAMPLES,
-             "dataset": "CMRC 2018 trial (CC BY-SA 4.0)"}
+             "dataset": dataset_label(args.cmrc)}
     print("\nwrote", write_results(args.out, {"setup": setup, "pipelines": rows}))
 
 

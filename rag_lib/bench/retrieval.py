@@ -69,7 +69,7 @@ BatchSearch = Callable[[list[str]], list[list[tuple[str, str]]]]
 def cmrc_parser(name: str, description: str | None) -> argparse.ArgumentParser:
     """The options every CMRC benchmark takes: --cmrc, --n (a seeded sample of questions), --out (default: name)."""
     parser = argparse.ArgumentParser(prog=f"python -m rag_lib.bench {name}", description=description)
-    parser.add_argument("--cmrc", "--data", dest="cmrc", help="path to cmrc2018_trial.json (default: data/cmrc2018 or $CMRC_PATH)")
+    parser.add_argument("--cmrc", "--data", dest="cmrc", help="a CMRC 2018 JSON file, trial or dev (default: the trial set in data/cmrc2018, or $CMRC_PATH)")
     parser.add_argument("--n", type=int, default=0, help="questions to run (0 = all); a seeded sample")
     parser.add_argument("--out", default=name, help="results name under bench_results/")
     return parser
