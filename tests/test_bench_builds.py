@@ -10,6 +10,7 @@ import llama_cpp
 import pytest
 
 from rag_lib.bench import builds
+from rag_lib.index import source_name
 
 
 def test_both_builds_answer_the_same_prompts_from_their_own_folders(tmp_path, bench_output):
@@ -19,8 +20,8 @@ def test_both_builds_answer_the_same_prompts_from_their_own_folders(tmp_path, be
     builds.main(["--site", str(site), "--name", "same build", "--n", "2", "--out", "mini_builds"])
     results = bench_output("mini_builds")
     rows = results["rows"]
-    assert [r["llama_cpp"] for r in rows["same build"]] == [str(site / "llama_cpp")] * 2
-    assert {r["llama_cpp"] for r in rows["portable (venv)"]} == {str(Path(llama_cpp.__file__).parent)}
+    assert [r["llama_cpp"] for r in rows["same build"]] == [source_name(site / "llama_cpp")] * 2
+    assert {r["llama_cpp"] for r in rows["portable (venv)"]} == {source_name(Path(llama_cpp.__file__).parent)}
     assert [r["id"] for r in rows["same build"]] == [r["id"] for r in rows["portable (venv)"]]
     assert results["comparison"]["answers that differ"] == 0  # one build, one cleared cache: the same greedy answers
     for row in rows["same build"] + rows["portable (venv)"]:
