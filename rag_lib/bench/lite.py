@@ -8,8 +8,9 @@
    bootstrap 95% interval, and p50/p95 with one question per call on a seeded sample (all loads interleaved).
 2. scale: a collection of each size in --sizes, grown with real-looking text (the sentences of CMRC contexts
    shuffled into new 300-character chunks) and flushed once. Dense, BM25, hybrid RRF and the client-side weighted
-   fusion are timed one question per call and BATCH per call, beside rank_bm25 and numpy brute force over the same
-   rows in the same run. Document vectors at scale are random unit vectors: search time does not depend on their
+   fusion are timed one question per call and BATCH per call, beside BM25 with client-side statistics
+   (rag_lib.client_bm25: a sparse IP search, alone and fused with dense), rank_bm25 and numpy brute force over the
+   same rows in the same run. Document vectors at scale are random unit vectors: search time does not depend on their
    values, and quality is measured in part 1.
 3. profile: the Milvus Lite functions one hybrid query spends its time in at the largest size (sampled).
 
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
 from tqdm import tqdm
 
 from rag_lib.bench import format_table, percentile, write_results
@@ -35,9 +37,11 @@ from rag_lib.bench.retrieval import (
     BATCH, CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_batch, milvus_search,
     peer_bm25,
 )
+from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
 from rag_lib.models import cap_query, embed_queries
+from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.retriever import Retriever
 from rag_lib.store import STOP_ANALYZER_PARAMS, make_row
 from rag_lib.text import split_sentences
@@ -46,6 +50,8 @@ SMALL_FLUSH = 64  # rows per flush in the "many segments" load
 TIMED = 200  # questions timed one per call (a seeded sample)
 ROUTES = {"BM25": {"search_type": "sparse"}, "dense": {"search_type": "dense"}, "hybrid RRF": {}}
 SCALE_ROUTES = ROUTES | {"hybrid weighted, client-side min-max": {"ranker": "weighted", "weights": (0.6, 0.4)}}
+CLIENT_BM25 = "BM25, client-side statistics (sparse IP)"
+CLIENT_HYBRID = "hybrid weighted, dense + client-side BM25"
 ONE_FLUSH = "flushed once"
 STOPPED = "BM25, flushed once, stop filter"
 MIN_PROFILE_S = 2.0  # the sampler runs at least this long
@@ -132,6 +138,18 @@ def segments(client, data, embeddings, questions: list, timed: list[str]) -> dic
     return {"chunks": len(rows), "rows per flush": loads, "pipelines": table}
 
 
+def client_routes(client, rows: list[dict], dense: Retriever
+                  ) -> tuple[dict[str, ClientBM25Search | ParentFusionRetriever], float]:
+    """BM25 with the statistics in the client (`rag_lib.client_bm25`) over the same rows, alone and fused with the
+    dense search (0.6 / 0.4, as the weighted route); and the seconds to fit, encode and load it."""
+    started = time.perf_counter()
+    encoder = BM25Encoder().fit([r["text"] for r in rows])
+    create_collection(client, "grown_client", rows, encoder)
+    bm25 = ClientBM25Search(client, "grown_client", encoder, CANDIDATES)
+    fused = ParentFusionRetriever(signals=[Signal("dense", dense, 0.6), Signal("BM25", bm25, 0.4)], k=CANDIDATES)
+    return {CLIENT_BM25: bm25, CLIENT_HYBRID: fused}, time.perf_counter() - started
+
+
 def scale(client, data, embeddings, timed: list[str], size: int) -> tuple[dict, Retriever]:
     """Part 2 at one size: load, then every route one question per call and batched, peers beside."""
     rows = grown_rows(list(data.contexts.values()), size)
@@ -142,23 +160,27 @@ def scale(client, data, embeddings, timed: list[str], size: int) -> tuple[dict, 
     queries = KnownQueries(embeddings, timed)
     retrievers = {name: Retriever(client=client, embeddings=queries, collection="grown", k=CANDIDATES, **kwargs)
                   for name, kwargs in SCALE_ROUTES.items()}
+    client_side, client_build = client_routes(client, rows, retrievers["dense"])
     started = time.perf_counter()
     peers = {"BM25, rank_bm25 (in-process)": peer_bm25(rows)}
     bm25_build = time.perf_counter() - started
     peers["dense, numpy brute force"] = numpy_dense(vectors, queries)
-    calls = {**{name: milvus_search(r) for name, r in retrievers.items()}, **peers}
+    many = retrievers | client_side
+    calls = {**{name: milvus_search(r) if isinstance(r, BaseRetriever) else (lambda q, r=r: milvus_batch(r)([q])[0])
+                for name, r in many.items()}, **peers}
     for search in calls.values():  # first call: caches and lazily built indexes are not part of the timing
         search(timed[0])
     ms = time_calls(calls, timed, f"{size} chunks, one question per call")
     batched = {}
-    for name, r in retrievers.items():
+    for name, r in many.items():
         started = time.perf_counter()
         for at in range(0, len(timed), BATCH):
             r.search_many(timed[at : at + BATCH])
         batched[name] = 1000 * (time.perf_counter() - started) / len(timed)
     table = [{"pipeline": name, "p50 ms": percentile(v, 50), "p95 ms": percentile(v, 95),
               f"batched ms/q ({BATCH} per call)": batched.get(name)} for name, v in ms.items()]
-    result = {"chunks": size, "insert + flush + load s": seconds, "rank_bm25 build s": bm25_build, "pipelines": table}
+    result = {"chunks": size, "insert + flush + load s": seconds, "rank_bm25 build s": bm25_build,
+              "client-side BM25 fit + encode + load s": client_build, "pipelines": table}
     return result, retrievers["hybrid RRF"]
 
 
