@@ -33,6 +33,7 @@ from rag_lib.graphs.judge import (
     JudgeTask,
     Judgment,
     Tree,
+    answer_documents,
     build_judge_graph,
     checked,
     draw_tree,
@@ -252,6 +253,30 @@ def test_chunks_below_the_similarity_cutoff_score_0_without_a_call():
     assert model.calls == []
     assert final["judgments"][0]["score"] == 0 and "0.800 < 0.86" in final["judgments"][0]["note"]
     assert final["answer"] == "The documents do not contain this information."
+
+
+def test_a_follow_ups_best_chunk_is_judged_even_below_the_cutoff():
+    near, far = doc("HNSW was described by Malkov and Yashunin.", 0.84), doc("Boiling eggs takes minutes.", 0.70)
+    script = {
+        (Q, M30.page_content): Judgment(score=1, follow_up=FU),
+        (FU, near.page_content): Judgment(score=2, answer="Malkov and Yashunin"),
+    }
+    _, model, final = run({Q: [M30], FU: [far, near]}, script, min_similarity=0.86)
+    assert ("judge", FU) in model.calls and model.calls.count(("judge", FU)) == 1  # near only, not far
+    child = final["sub_answers"][0]
+    assert child["answered"] and [p["text"] for p in child["passages"]] == [near.page_content]
+    _, model, final = run({Q: [far, near]}, {}, min_similarity=0.86)  # the user's question: no waiver
+    assert model.calls == [] and final["answer"] == "The documents do not contain this information."
+
+
+def test_the_answer_reads_the_passages_its_follow_ups_answered_from():
+    table = {Q: [M30], FU: [AUTHORS]}
+    script = {(Q, M30.page_content): Judgment(score=1, follow_up=FU), (FU, AUTHORS.page_content): Judgment(score=1)}
+    _, model, final = run(table, script, span="Malkov and Yashunin", mode="extractive")
+    assert final["answer"] == "Malkov and Yashunin [2]"  # copied from the follow-up's passage, the second one read
+    assert [d.page_content for d in answer_documents(final, folded=False)] == [M30.page_content, AUTHORS.page_content]
+    folded = [d.page_content for d in answer_documents(final)]
+    assert folded[0].startswith(f"{M30.page_content}\n(Follow-up: {FU} -> ") and folded[1] == AUTHORS.page_content
 
 
 def test_an_ungrounded_2_is_lowered_to_1_and_explored():

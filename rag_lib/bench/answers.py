@@ -66,7 +66,7 @@ from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.evaluation import bootstrap_ci, exact_match, f1, paired_difference
 from rag_lib.gguf import ensure_qwen_gguf
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
-from rag_lib.graphs.judge import JudgeContext, build_judge_graph, fold
+from rag_lib.graphs.judge import JudgeContext, answer_documents, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
 from rag_lib.matching import any_occurs_in, occurs_in
@@ -285,10 +285,13 @@ def build_llm_only_graph(llm: BaseChatModel) -> CompiledStateGraph:
 
 
 def judge_context(state: dict) -> list[str]:
-    """What the judge graph's generator read: chunks not scored 0, each with its follow-up's answer folded in."""
-    subs = {s["index"]: s for s in state.get("sub_answers", [])}
-    return [fold(r, subs.get(r["index"])) for r in sorted(state["judgments"], key=lambda r: r["index"])
-            if r["score"] != 0]
+    """What the generative judge graph's writer read (`answer_documents`, follow-up answers folded in)."""
+    return [d.page_content for d in answer_documents(state)]
+
+
+def judge_extractive_context(state: dict) -> list[str]:
+    """What the extractive judge graph copied from (`answer_documents` without the follow-ups' answers)."""
+    return [d.page_content for d in answer_documents(state, folded=False)]
 
 
 def crag_context(state: dict) -> list[str]:
@@ -309,7 +312,7 @@ CONTEXT_OF: dict[str, Callable[[dict], list[str]]] = {
     "crag": crag_context,
     "crag_extractive": crag_context,
     "judge": judge_context,
-    "judge_extractive": judge_context,
+    "judge_extractive": judge_extractive_context,
     "gold": rag_context,
     "gold_generative": rag_context,
 }
@@ -444,7 +447,7 @@ def details(pipeline: str, state: dict) -> dict:
     if CONTEXT_OF[pipeline] is crag_context:
         return {"crag_action": state.get("action", ""), "web_query": state.get("web_query", ""),
                 "web_pages": len(state.get("web_results", []))} | extracted
-    if CONTEXT_OF[pipeline] is judge_context:
+    if CONTEXT_OF[pipeline] in (judge_context, judge_extractive_context):
         return {"follow_ups": len(state.get("sub_answers", []))}
     if CONTEXT_OF[pipeline] is rag_context:
         return {"passages": len(state.get("documents", []))} | extracted

@@ -32,8 +32,8 @@ from tqdm import tqdm
 from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.bench.answers import (
     JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, append_row, clear_prompt_cache, compare, describe, judge_context,
-    model_name, names, print_seconds, rag_context, read_jsonl, rescored, run_pipeline, token_counter_for,
-    where_seconds_go, with_ci,
+    judge_extractive_context, model_name, names, print_seconds, rag_context, read_jsonl, rescored, run_pipeline,
+    token_counter_for, where_seconds_go, with_ci,
 )
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
@@ -47,7 +47,7 @@ QUESTIONS = DATA / "multihop_questions.json"
 PIPELINES = ("rag_extractive", "judge_extractive", "rag", "judge")
 DEFAULT_PIPELINES = "rag_extractive,judge_extractive"
 PAIRS = (("judge_extractive", "rag_extractive"), ("judge", "rag"), ("judge_extractive", "judge"))
-CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_context,
+CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_extractive_context,
               "judge": judge_context}
 
 

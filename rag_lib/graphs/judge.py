@@ -1,14 +1,15 @@
 """Recursive RAG with an LLM judge: retrieve -> judge every chunk (Send fan-out) -> answer, or ask follow-ups.
 
 Every retrieved chunk gets one score on one scale:
-- 0: useless (below the cosine cutoff, decided without the model; or the model says unrelated, or its reply is
-  unusable);
+- 0: useless (below the cosine cutoff, decided without the model, except for a follow-up's best chunk, which the
+  model always judges; or the model says unrelated, or its reply is unusable);
 - 1: relevant but incomplete: the judge also writes a follow-up question for the missing fact;
 - 2: answers the question: the judge copies the answer, and the copy must be found in the chunk.
 
 If some chunk scores 2 the graph answers at once. Otherwise each chunk scored 1 with a follow-up question
 is explored by running THIS SAME graph on the follow-up, on its own thread (`<parent thread>/<chunk index>`),
-and the sub-answer is folded into that chunk before the final answer is written.
+and the sub-answer is folded into that chunk before the final answer is written, which also reads the passages the
+follow-up answered from.
 
 Bounds: `max_depth` levels of follow-ups and `max_llm_calls` model calls for the whole tree. A run gets a
 budget, keeps one call for its own answer, judges at most `budget - 1` chunks, and splits what is left among
@@ -33,7 +34,7 @@ import operator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -118,7 +119,7 @@ class JudgeState(TypedDict, total=False):
     documents: list[Document]  # the retrieved chunks, written by retrieve
     judgments: Annotated[list[dict], operator.add]  # one record per chunk, appended by the parallel judges
     plan: list[dict]  # which score-1 chunks get explored, with their thread and budget, or why not (by plan)
-    sub_answers: Annotated[list[dict], operator.add]  # one per explored chunk, appended by the parallel children
+    sub_answers: Annotated[list[dict], operator.add]  # one per explored chunk (answer, passages read), by the children
     llm_calls: Annotated[int, operator.add]  # calls made by this run and, added up, by its children
     answer: str  # the final answer, written by generate or refuse
 
@@ -130,6 +131,7 @@ class JudgeTask(TypedDict):
     index: int  # the chunk's rank in the retrieved list
     document: Document  # the chunk to grade
     may_call: bool  # False: the budget is spent, record the chunk unjudged
+    cutoff_waived: NotRequired[bool]  # True: a follow-up's best chunk, judged even below the cutoff
 
 
 class ExploreTask(TypedDict):
@@ -178,6 +180,24 @@ def fold(record: dict, sub: dict | None) -> str:
     return f"{record['text']}\n(Follow-up: {sub['question']} -> {sub['answer']})"
 
 
+def answer_documents(state: JudgeState, folded: bool = True) -> list[Document]:
+    """What the answer is written from: the chunks not scored 0 (unjudged ones included), each with its follow-up's
+    answer folded in (not when `folded` is False: an extractive answer must be copied from a source, not from a
+    model's sub-answer), then the passages each follow-up answered from, once each. So a second hop's fact reaches
+    the final answer even when the small model's sub-answer misread it."""
+    subs = {s["index"]: s for s in state.get("sub_answers", [])} if folded else {}
+    kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]
+    documents = [Document(fold(r, subs.get(r["index"])), metadata={"source": r["source"]}) for r in kept]
+    subs = {s["index"]: s for s in state.get("sub_answers", [])}
+    seen = {r["text"] for r in kept}
+    for sub in sorted(subs.values(), key=lambda s: s["index"]):
+        for passage in sub.get("passages", []):
+            if passage["text"] not in seen:
+                seen.add(passage["text"])
+                documents.append(Document(passage["text"], metadata={"source": passage["source"]}))
+    return documents
+
+
 def retrieve(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
     """The chunks for the question; also the run's depth and budget and clean lists for its records."""
     if runtime.context is None:
@@ -201,17 +221,27 @@ def below_cutoff(similarity: float | None, min_similarity: float | None) -> bool
     return min_similarity is not None and similarity is not None and similarity < min_similarity
 
 
+def waived_index(state: JudgeState) -> int | None:
+    """The chunk judged even below the cutoff: a follow-up's most similar one. A follow-up was asked from a chunk the
+    model found related, and a short follow-up scores lower against its answer than a full question does."""
+    if state["depth"] == 0 or not state["documents"]:
+        return None
+    similarities = [d.metadata.get("similarity") or 0.0 for d in state["documents"]]
+    return similarities.index(max(similarities))
+
+
 def fan_out(state: JudgeState, runtime: Runtime[JudgeContext]) -> list[Send] | Literal["refuse"]:
     """One `judge` task per chunk; the chunks past the budget (one call stays for the answer) go unjudged."""
     if not state["documents"]:
         return "refuse"
     slots = state["budget"] - 1  # one call stays for the answer
-    tasks = []
+    waived, tasks = waived_index(state), []
     for index, document in enumerate(state["documents"]):
-        relevant = not below_cutoff(document.metadata.get("similarity"), runtime.context.min_similarity)
+        relevant = index == waived or not below_cutoff(document.metadata.get("similarity"),
+                                                       runtime.context.min_similarity)
         may_call = relevant and slots > 0
         tasks.append(Send("judge", JudgeTask(question=state["question"], index=index, document=document,
-                                             may_call=may_call)))
+                                             may_call=may_call, cutoff_waived=index == waived)))
         slots -= relevant
     return tasks
 
@@ -232,8 +262,10 @@ def judge(task: JudgeTask, runtime: Runtime[JudgeContext]) -> dict:
     }
     similarity, min_similarity = record["similarity"], runtime.context.min_similarity
     if below_cutoff(similarity, min_similarity):
-        record |= {"score": 0, "note": f"similarity {similarity:.3f} < {min_similarity}: 0 without the model"}
-        return {"judgments": [record]}
+        if not task.get("cutoff_waived"):
+            record |= {"score": 0, "note": f"similarity {similarity:.3f} < {min_similarity}: 0 without the model"}
+            return {"judgments": [record]}
+        record["note"] = f"similarity {similarity:.3f} < {min_similarity}: judged anyway, a follow-up's best chunk"
     if not task["may_call"]:
         record["note"] = "not judged: LLM-call budget spent"
         return {"judgments": [record]}
@@ -246,7 +278,7 @@ def judge(task: JudgeTask, runtime: Runtime[JudgeContext]) -> dict:
         return {"judgments": [record], "llm_calls": 1}
     score, follow_up, note = checked(judgment, document.page_content, task["question"])
     record |= {"llm_score": judgment.score, "score": score, "answer": judgment.answer.strip(),
-               "follow_up": follow_up, "note": note}
+               "follow_up": follow_up, "note": "; ".join(filter(None, [record["note"], note]))}
     return {"judgments": [record], "llm_calls": 1}
 
 
@@ -298,8 +330,11 @@ def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
         context=runtime.context,
     )
     answered = bool(child["answer"]) and child["answer"] != refusal_for(task["question"])
+    passages = [{"text": d.page_content, "source": d.metadata["source"]}
+                for d in answer_documents(child, folded=runtime.context.mode != "extractive")]
     sub = {"index": task["index"], "thread_id": task["thread_id"], "question": task["question"],
-           "answer": child["answer"], "answered": answered, "llm_calls": child.get("llm_calls", 0)}
+           "answer": child["answer"], "answered": answered, "passages": passages,
+           "llm_calls": child.get("llm_calls", 0)}
     return {"sub_answers": [sub], "llm_calls": sub["llm_calls"]}
 
 
@@ -314,14 +349,12 @@ def copied_answer(records: list[dict], documents: list[Document]) -> str | None:
 
 
 def generate(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
-    """The answer from the chunks not scored 0, each with its follow-up's answer folded in. Extractive mode: a
-    score-2 chunk's checked copy (no call), else a checked copy by `extract`, whose fallback sentence is written
-    only when the budget has a second call left."""
-    llm = runtime.context.llm
-    subs = {s["index"]: s for s in state.get("sub_answers", [])}
-    kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]  # 1, 2, unjudged
-    documents = [Document(fold(r, subs.get(r["index"])), metadata={"source": r["source"]}) for r in kept]
-    if runtime.context.mode == "extractive":
+    """The answer from `answer_documents`. Extractive mode: a score-2 chunk's checked copy (no call), else a checked
+    copy by `extract`, whose fallback sentence is written only when the budget has a second call left."""
+    llm, extractive = runtime.context.llm, runtime.context.mode == "extractive"
+    documents = answer_documents(state, folded=not extractive)
+    if extractive:
+        kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]
         cited = copied_answer(kept, documents)
         if cited:
             return {"answer": cited, "llm_calls": 0}
