@@ -185,10 +185,10 @@ def answer_documents(state: JudgeState, folded: bool = True) -> list[Document]:
     answer folded in (not when `folded` is False: an extractive answer must be copied from a source, not from a
     model's sub-answer), then the passages each follow-up answered from, once each. So a second hop's fact reaches
     the final answer even when the small model's sub-answer misread it."""
-    subs = {s["index"]: s for s in state.get("sub_answers", [])} if folded else {}
-    kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]
-    documents = [Document(fold(r, subs.get(r["index"])), metadata={"source": r["source"]}) for r in kept]
     subs = {s["index"]: s for s in state.get("sub_answers", [])}
+    kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]
+    documents = [Document(fold(r, subs.get(r["index"]) if folded else None), metadata={"source": r["source"]})
+                 for r in kept]
     seen = {r["text"] for r in kept}
     for sub in sorted(subs.values(), key=lambda s: s["index"]):
         for passage in sub.get("passages", []):
