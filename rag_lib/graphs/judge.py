@@ -180,13 +180,18 @@ def fold(record: dict, sub: dict | None) -> str:
     return f"{record['text']}\n(Follow-up: {sub['question']} -> {sub['answer']})"
 
 
+def kept_records(state: JudgeState) -> list[dict]:
+    """The chunk records not scored 0 (1, 2 and unjudged), in retrieval order."""
+    return [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]
+
+
 def answer_documents(state: JudgeState, folded: bool = True) -> list[Document]:
     """What the answer is written from: the chunks not scored 0 (unjudged ones included), each with its follow-up's
     answer folded in (not when `folded` is False: an extractive answer must be copied from a source, not from a
     model's sub-answer), then the passages each follow-up answered from, once each. So a second hop's fact reaches
     the final answer even when the small model's sub-answer misread it."""
     subs = {s["index"]: s for s in state.get("sub_answers", [])}
-    kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]
+    kept = kept_records(state)
     documents = [Document(fold(r, subs.get(r["index"]) if folded else None), metadata={"source": r["source"]})
                  for r in kept]
     seen = {r["text"] for r in kept}
@@ -354,8 +359,7 @@ def generate(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
     llm, extractive = runtime.context.llm, runtime.context.mode == "extractive"
     documents = answer_documents(state, folded=not extractive)
     if extractive:
-        kept = [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]
-        cited = copied_answer(kept, documents)
+        cited = copied_answer(kept_records(state), documents)
         if cited:
             return {"answer": cited, "llm_calls": 0}
         fallback = state["budget"] - state.get("llm_calls", 0) >= 2
