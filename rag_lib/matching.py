@@ -27,6 +27,7 @@ _CMRC_PUNCTUATION = re.compile(r"[-:_*^/\\~`+=，。：？！“”；’《》�
 _MIXED_TOKEN = re.compile(rf"[{CJK_CHARS}]|[^\W_{CJK_CHARS}]+")
 _PUNCTUATION = re.compile(r"[^\w\s]|_")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+CLAUSE_MARK = re.compile(r"[，。；！？\n]|[,.;!?](?=\s|$)")  # where a clause ends (see `clause_holding`)
 DRAWN_MIN_PAIRS = 0.7  # share of an answer's character pairs that must occur in its source (see `drawn_from`)
 DRAWN_SHORT_CHARS = 12  # an answer this short (spaces left out) must occur whole: a few pairs occur anywhere
 
@@ -44,15 +45,34 @@ def normalized_tokens(text: str, scheme: str) -> list[str]:
     return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text)).split()
 
 
+def _find(span: str, text: str) -> re.Match | None:
+    """Where `span` first occurs in `text` as `occurs_in` defines it (positions are the text's: lowering keeps them
+    for every text whose length it keeps)."""
+    chars = [re.escape(ch) for ch in span.lower() if not ch.isspace()]
+    if not chars:
+        return None
+    before = r"(?<![a-z0-9])" if re.match(r"[a-z0-9]", chars[0]) else ""
+    after = r"(?![a-z0-9])" if re.match(r"[a-z0-9]", chars[-1]) else ""
+    return re.search(before + r"\s*".join(chars) + after, text.lower())
+
+
 def occurs_in(span: str, text: str) -> bool:
     """Whether `span` occurs in `text`, ignoring case and whitespace, and not glued to a longer ASCII word or
     number ("30" is not found in "300"; "2023年6月13日" is found in "2023 年 6 月 13 日")."""
-    chars = [re.escape(ch) for ch in span.lower() if not ch.isspace()]
-    if not chars:
-        return False
-    before = r"(?<![a-z0-9])" if re.match(r"[a-z0-9]", chars[0]) else ""
-    after = r"(?![a-z0-9])" if re.match(r"[a-z0-9]", chars[-1]) else ""
-    return re.search(before + r"\s*".join(chars) + after, text.lower()) is not None
+    return _find(span, text) is not None
+
+
+def clause_holding(span: str, text: str) -> str:
+    """The clause of `text` around the first occurrence of `span`: from the clause mark before it (，。；！？ or
+    , . ; ! ? before a space, or a line break) to the one after, marks left out. Some data sets mark clauses as
+    answers, not the shortest span (CMRC 2018). The span itself when `text` does not hold it."""
+    found = _find(span, text)
+    if found is None or len(text.lower()) != len(text):
+        return span
+    marks = list(CLAUSE_MARK.finditer(text))
+    start = max((m.end() for m in marks if m.end() <= found.start()), default=0)
+    end = min((m.start() for m in marks if m.start() >= found.end()), default=len(text))
+    return text[start:end].strip()
 
 
 def any_occurs_in(spans: Iterable[str], texts: Iterable[str]) -> bool:

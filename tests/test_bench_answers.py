@@ -354,6 +354,19 @@ def test_citation_markers_are_not_part_of_the_scored_answer():
     assert answers.score("紫禁城 [1]", ["紫禁城"], [])["em"] == 1.0
 
 
+def test_an_answer_is_also_scored_widened_to_the_clause_of_the_passage_it_was_copied_from():
+    passages = ["千叶电视台的节目。", "动画在2007年1月4日于千叶电视台开始播放。后来又重播。"]
+    gold = ["动画在2007年1月4日于千叶电视台开始播放。"]
+    scores = answers.score("2007年1月4日 [2]", gold, passages)
+    assert scores["cited_passage"] == passages[1] and (scores["em"], scores["em_clause"]) == (0.0, 1.0)
+    assert scores["f1"] < scores["f1_clause"] == 1.0
+    sentence = answers.score("它在2007年播出。", gold, passages)  # not a copy: scored as it is, twice
+    assert sentence["cited_passage"] == "" and sentence["f1_clause"] == sentence["f1"]
+    row = {"error": "", "golds": gold, "answer": "2007年1月4日 [2]", "cited_passage": passages[1]}
+    assert answers.rescored(row)["em_clause"] == 1.0  # re-scored from the kept passage, no model
+    assert answers.rescored(row | {"error": "boom"})["em_clause"] == 0.0
+
+
 def test_contains_and_evidence_need_a_gold_answer_as_it_is():
     scores = answers.score("参数 k1 = 1.2。", ["k1=1.2", "x"], ["参数 k1 = 1.2 和 b = 0.75"])
     assert scores["contains"] == scores["evidence"] == 1.0

@@ -173,6 +173,8 @@ def test_extractive_mode_answers_with_the_graders_checked_copy_without_another_c
     state, _ = run(crag([chunk("ON_TOPIC " + ANSWER_CHUNK, 0.87)], llm, FakeWeb(), mode="extractive"))
     assert llm.calls == ["grade", "rewrite"] and state["grades"][0]["copied"] == "jieba"
     assert (state["answer"], state["extracted"], state["llm_calls"]) == ("jieba [1]", True, 2)
+    state, _ = run(crag([chunk("ON_TOPIC " + ANSWER_CHUNK, 0.87)], ScriptedChatModel(), FakeWeb(), mode="clause"))
+    assert state["answer"] == f"{'ON_TOPIC ' + ANSWER_CHUNK[:-1]} [1]"  # the copy widened to its clause
 
 
 def test_no_relevant_document_rewrites_the_query_and_searches_the_web():

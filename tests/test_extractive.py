@@ -13,6 +13,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 
+from rag_lib.bench.answers import cited_passage, clause_scores
 from rag_lib.graphs.rag import RAGContext, build_rag_graph, cited_span, cleaned_span, extract, salvaged_span
 
 DOCS = [
@@ -61,6 +62,20 @@ def test_the_graph_in_extractive_mode_streams_no_unchecked_copy():
     final = [payload for mode, payload in events if mode == "values"][-1]
     assert final["answer"] == "19530 [1]" and final["extracted"] is True
     assert not [payload for mode, payload in events if mode == "messages"]  # the copy is checked before it is shown
+
+
+def test_clause_mode_answers_the_copy_widened_to_its_clause_as_the_benchmark_scores_it():
+    docs = [Document("北京是首都。动画在2007年1月4日于千叶电视台开始播放，共12集。", metadata={"source": "a.md"})]
+    question, gold = "动画何时开播？", ["动画在2007年1月4日于千叶电视台开始播放"]
+    answers = {}
+    for mode in ("extractive", "clause"):
+        context = RAGContext(retriever=FixedRetriever(documents=docs), llm=model("2007年1月4日"), mode=mode)
+        answers[mode] = build_rag_graph().invoke({"question": question}, context=context)["answer"]
+    assert answers == {"extractive": "2007年1月4日 [1]", "clause": "动画在2007年1月4日于千叶电视台开始播放 [1]"}
+    passage = cited_passage(answers["extractive"], [d.page_content for d in docs])  # bench: no second run needed
+    assert clause_scores(answers["extractive"], gold, passage) == {"em_clause": 1.0, "f1_clause": 1.0}
+    with pytest.raises(ValueError, match="'clause'"):
+        RAGContext(retriever=FixedRetriever(documents=docs), llm=model("x"), mode="span")
 
 
 @pytest.mark.parametrize(

@@ -140,6 +140,8 @@ def test_extractive_mode_answers_with_a_checked_copy_of_the_judges_answer_and_no
     _, model, final = run({Q: [M30, AUTHORS]}, script, mode="extractive")
     assert [k for k, _ in model.calls] == ["judge", "judge"]
     assert (final["answer"], final["llm_calls"]) == ("Malkov and Yashunin [2]", 2)  # cites the second kept chunk
+    _, _, final = run({Q: [M30, AUTHORS]}, script, mode="clause")  # the same copy, widened to its clause
+    assert final["answer"] == "HNSW was described by Malkov and Yashunin [2]"
 
 
 def test_extractive_mode_without_a_usable_copy_asks_for_one_and_falls_back_within_the_budget():

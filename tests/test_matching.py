@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rag_lib.matching import (
     any_occurs_in,
+    clause_holding,
     drawn_from,
     grounded,
     normalized_tokens,
@@ -23,6 +24,16 @@ def test_occurs_in_matches_the_span_case_and_space_blind_and_never_inside_a_word
     assert occurs_in("Jieba 分词器", "使用 jieba分词器。") and occurs_in("30", "default value of 30,")
     assert occurs_in("2023年6月13日", "于 2023 年 6 月 13 日推出")
     assert not occurs_in("30", "a range of 300") and not occurs_in("", "text") and not occurs_in("Beijing", "jieba")
+
+
+def test_clause_holding_widens_a_span_to_the_clause_around_it_and_nothing_more():
+    text = "动画在2007年1月4日于千叶电视台开始播放。后来又重播，共12集。"
+    assert clause_holding("2007年1月4日", text) == "动画在2007年1月4日于千叶电视台开始播放"
+    assert clause_holding("12集", text) == "共12集" and clause_holding("重 播", text) == "后来又重播"  # spaces as occurs_in
+    english = "RRF was introduced by Cormack, Clarke and Büttcher in 2009. It sets k=60 (v1.5 too)."
+    assert clause_holding("2009", english) == "Clarke and Büttcher in 2009"  # a comma before a space ends a clause
+    assert clause_holding("k=60", english) == "It sets k=60 (v1.5 too)"  # "1.5" is not the end of a sentence
+    assert clause_holding("Okapi", english) == "Okapi"  # not in the text: the span as it is
 
 
 def test_any_occurs_in_looks_for_every_span_in_every_text():

@@ -14,7 +14,8 @@ results):
   (the same, generative). llm_only and the gold pipelines read no index, so they run once per question and their
   row is copied into the other setting ("copied_from").
   Per (setting, pipeline, question) row: EM, F1, contains gold, evidence (a gold answer in what the generator
-  read), LLM calls, prompt and generated tokens, seconds, and the error if the pipeline raised (recorded, scored
+  read), EM and F1 of the answer widened to its clause (what mode="clause" answers: CMRC's annotators mark clauses;
+  computed from the passage the copy came from, kept in the row as cited_passage), LLM calls, prompt and generated tokens, seconds, and the error if the pipeline raised (recorded, scored
   0, the run goes on). Each row is appended at once to <runs-dir>/<setting>.jsonl: a run stopped at any point and
   started again with the same arguments skips the finished rows. Questions are interleaved (question 1 through
   every setting and pipeline, then question 2, ...), so a partial run compares the pipelines on the same
@@ -69,7 +70,7 @@ from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, gr
 from rag_lib.graphs.judge import JudgeContext, answer_documents, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
-from rag_lib.matching import any_occurs_in, occurs_in
+from rag_lib.matching import any_occurs_in, clause_holding, occurs_in
 from rag_lib.models import (
     StructuredOutputError,
     default_min_similarity,
@@ -84,7 +85,8 @@ from rag_lib.websearch import OfflineWebSearch
 
 DATA = PROJECT_ROOT / "data"
 NAIVE_SYSTEM = "You grade retrieved passages."
-METRICS = ("em", "f1", "contains", "evidence", "llm_calls", "prompt_tokens", "completion_tokens", "s")
+METRICS = ("em", "f1", "em_clause", "f1_clause", "contains", "evidence", "llm_calls", "prompt_tokens",
+           "completion_tokens", "s")
 PIPELINES = ("llm_only", "rag", "rag_extractive", "crag", "crag_extractive", "judge", "judge_extractive", "gold",
              "gold_generative")
 INDEX_FREE = ("llm_only", "gold", "gold_generative")  # read no index: one run per question serves every setting
@@ -95,9 +97,9 @@ PAIRS = (("rag", "llm_only"), ("rag_extractive", "rag"), ("crag", "rag"), ("crag
          ("judge_extractive", "judge"), ("gold", "rag_extractive"), ("gold_generative", "rag"),
          ("gold", "gold_generative"))
 # summary label -> row field: a mean with its bootstrap interval
-MEANS = {"EM": "em", "F1": "f1", "contains gold": "contains", "evidence": "evidence", "LLM calls": "llm_calls",
+MEANS = {"EM": "em", "F1": "f1", "EM clause": "em_clause", "F1 clause": "f1_clause", "contains gold": "contains", "evidence": "evidence", "LLM calls": "llm_calls",
          "prompt tokens": "prompt_tokens", "completion tokens": "completion_tokens", "s": "s"}
-DIFFERENCES = ("EM", "F1", "evidence", "LLM calls", "s")  # the paired differences
+DIFFERENCES = ("EM", "F1", "EM clause", "F1 clause", "evidence", "LLM calls", "s")  # the paired differences
 BOOTSTRAP = {"confidence": 0.95, "resamples": 2000, "seed": 0}
 DEFAULT_QUESTIONS = 200
 K = 3  # chunks retrieved per question by every retrieving pipeline
@@ -256,12 +258,30 @@ def without_citations(answer: str) -> str:
     return CITATION.sub("", answer).strip()
 
 
-def score(answer: str, golds: list[str], contexts: list[str]) -> dict[str, float]:
-    """EM and F1 of the answer without its citation markers; whether it contains a gold answer (fairer to a
-    sentence-long answer than EM); and whether a gold answer was in what the generator saw (evidence)."""
+def cited_passage(answer: str, contexts: list[str]) -> str:
+    """The first text the generator saw that holds the answer (citations left out), as `cited_span` picks it: the
+    passage an extractive answer was copied from; "" for an answer that is not a copy."""
+    span = without_citations(answer)
+    return next((text for text in contexts if occurs_in(span, text)), "")
+
+
+def clause_scores(answer: str, golds: list[str], passage: str) -> dict[str, float]:
+    """EM and F1 of the answer widened to its clause of `passage` (what mode="clause" answers, with no model call:
+    the same copy, widened); an answer that is not a copy (no passage) is scored as it is."""
+    span = without_citations(answer)
+    widened = clause_holding(span, passage) if passage else span
+    return {"em_clause": exact_match(widened, golds), "f1_clause": f1(widened, golds)}
+
+
+def score(answer: str, golds: list[str], contexts: list[str]) -> dict[str, Any]:
+    """EM and F1 of the answer without its citation markers, and of its clause (`clause_scores`, from the passage
+    it was copied from, kept in the row); whether it contains a gold answer (fairer to a sentence-long answer than
+    EM); and whether a gold answer was in what the generator saw (evidence)."""
+    passage = cited_passage(answer, contexts)
     answer = without_citations(answer)
-    return {"em": exact_match(answer, golds), "f1": f1(answer, golds),
-            "contains": float(any_occurs_in(golds, [answer])), "evidence": float(any_occurs_in(golds, contexts))}
+    return ({"em": exact_match(answer, golds), "f1": f1(answer, golds)} | clause_scores(answer, golds, passage)
+            | {"contains": float(any_occurs_in(golds, [answer])), "evidence": float(any_occurs_in(golds, contexts)),
+               "cited_passage": passage})
 
 
 class LLMOnlyState(TypedDict, total=False):
@@ -364,7 +384,7 @@ def run_pipeline(
         usage |= {"s_prompt": round(after[0] - before[0], 3), "s_generate": round(after[1] - before[1], 3),
                   "prompt_tokens_read": after[2] - before[2]}
     if error:
-        scores = {"em": 0.0, "f1": 0.0, "contains": 0.0, "evidence": 0.0}
+        scores = {"em": 0.0, "f1": 0.0, "em_clause": 0.0, "f1_clause": 0.0, "contains": 0.0, "evidence": 0.0}
     else:
         scores = score(state["answer"], golds, context(state))
     return scores | usage | {"s": seconds, "answer": state.get("answer", ""), "error": error}, state
@@ -594,13 +614,15 @@ def run_cmrc(
 
 
 def rescored(row: dict) -> dict:
-    """The row with EM, F1 and contains gold recomputed from its answer with the current metrics (no model call;
-    evidence and cost stay as measured); a failed run stays 0."""
+    """The row with EM, F1 (as answered and widened to the clause of its `cited_passage`) and contains gold
+    recomputed from its answer with the current metrics (no model call; evidence and cost stay as measured); a
+    failed run stays 0."""
     if row["error"]:
-        return row
+        return row | {"em_clause": 0.0, "f1_clause": 0.0}
     golds, answer = row["golds"], without_citations(row["answer"])
     return row | {"em": exact_match(answer, golds), "f1": f1(answer, golds),
-                  "contains": float(any_occurs_in(golds, [answer]))}
+                  "contains": float(any_occurs_in(golds, [answer]))} | clause_scores(answer, golds,
+                                                                                      row.get("cited_passage", ""))
 
 
 def interval(values: list[float], statistic: Callable[..., Any] = np.mean) -> tuple[float, list[float]]:
@@ -749,7 +771,8 @@ def print_tables(cmrc: dict, settings: list[str]) -> None:
               "mean [95 % bootstrap interval])")
         print(format_table([
             {"context in": r["context in"], "pipeline": r["pipeline"], "n": r["n"], "errors": r["errors"],
-             "EM": with_ci(r, "EM"), "F1": with_ci(r, "F1"), "evidence": with_ci(r, "evidence"),
+             "EM": with_ci(r, "EM"), "F1": with_ci(r, "F1"), "EM clause": with_ci(r, "EM clause"),
+             "F1 clause": with_ci(r, "F1 clause"), "evidence": with_ci(r, "evidence"),
              "LLM calls": f"{r['LLM calls']:.1f}",
              "tokens in/out": f"{r['prompt tokens']:.0f}/{r['completion tokens']:.0f}",
              "s p50": with_ci(r, "s p50", 1), "s mean": f"{r['s']:.1f}"} for r in rows]))

@@ -125,7 +125,7 @@ class CRAGContext:
     min_strip_score: float = 0.3  # share of the question's words a strip needs to be kept
     web_timeout: float = WEB_TIMEOUT  # seconds to wait for the web search before answering without it
     ask_before_web: bool = False  # pause for the user's approval before each web search (needs a checkpointer)
-    mode: str = "generative"  # or "extractive": the answer is a copied span checked against the knowledge
+    mode: str = "generative"  # or "extractive": a copied span checked against the knowledge; or "clause" (rag.MODES)
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
@@ -411,13 +411,14 @@ def generate(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
     mode: the grader's checked copy when the knowledge holds it (no call), else a checked copy of the answering span,
     with the fallback sentence only when the budget has a call left for it."""
     llm = runtime.context.llm
-    if runtime.context.mode == "extractive":
+    if runtime.context.mode != "generative":
+        clause = runtime.context.mode == "clause"
         copies = [g["copied"] for g in state.get("grades", []) if g["relevant"] and g["copied"]]
-        cited = next(filter(None, (cited_span(cleaned_span(c), state["knowledge"]) for c in copies)), None)
+        cited = next(filter(None, (cited_span(cleaned_span(c), state["knowledge"], clause) for c in copies)), None)
         if cited:
             return {"answer": cited + failure_note(state), "extracted": True}
         fallback = remaining(state, runtime.context) >= 2
-        answer, extracted = extract(state["question"], state["knowledge"], llm, fallback)
+        answer, extracted = extract(state["question"], state["knowledge"], llm, fallback, clause)
         calls = 2 if fallback and not extracted else 1
         return {"answer": answer + failure_note(state), "extracted": extracted, "llm_calls": calls}
     reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"], llm))

@@ -100,7 +100,7 @@ class JudgeContext:
     max_llm_calls: int = 12  # model calls for the whole tree: the root run's budget
     min_similarity: float | None = None  # chunks below this cosine score 0 without a model call (None: no cutoff)
     answer_tokens: int = 80  # the longest answer `generate` may write, in tokens
-    mode: str = "generative"  # or "extractive": answer with a checked copy of the answering span
+    mode: str = "generative"  # or "extractive": a checked copy of the answering span; or "clause" (rag.MODES)
 
     def __post_init__(self) -> None:
         """A bad limit or mode fails here, before any node runs."""
@@ -336,18 +336,18 @@ def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
     )
     answered = bool(child["answer"]) and child["answer"] != refusal_for(task["question"])
     passages = [{"text": d.page_content, "source": d.metadata["source"]}
-                for d in answer_documents(child, folded=runtime.context.mode != "extractive")]
+                for d in answer_documents(child, folded=runtime.context.mode == "generative")]
     sub = {"index": task["index"], "thread_id": task["thread_id"], "question": task["question"],
            "answer": child["answer"], "answered": answered, "passages": passages,
            "llm_calls": child.get("llm_calls", 0)}
     return {"sub_answers": [sub], "llm_calls": sub["llm_calls"]}
 
 
-def copied_answer(records: list[dict], documents: list[Document]) -> str | None:
-    """The answer a judge copied from a chunk it scored 2, cited, when the copy occurs in a passage as written:
-    extractive mode answers with it and no further call."""
+def copied_answer(records: list[dict], documents: list[Document], clause: bool = False) -> str | None:
+    """The answer a judge copied from a chunk it scored 2, cited (with `clause`, widened to its clause), when the
+    copy occurs in a passage as written: extractive mode answers with it and no further call."""
     for record in records:
-        cited = cited_span(cleaned_span(record["answer"]), documents) if record["score"] == 2 else None
+        cited = cited_span(cleaned_span(record["answer"]), documents, clause) if record["score"] == 2 else None
         if cited:
             return cited
     return None
@@ -356,14 +356,15 @@ def copied_answer(records: list[dict], documents: list[Document]) -> str | None:
 def generate(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
     """The answer from `answer_documents`. Extractive mode: a score-2 chunk's checked copy (no call), else a checked
     copy by `extract`, whose fallback sentence is written only when the budget has a second call left."""
-    llm, extractive = runtime.context.llm, runtime.context.mode == "extractive"
+    llm, mode = runtime.context.llm, runtime.context.mode
+    extractive, clause = mode != "generative", mode == "clause"
     documents = answer_documents(state, folded=not extractive)
     if extractive:
-        cited = copied_answer(kept_records(state), documents)
+        cited = copied_answer(kept_records(state), documents, clause)
         if cited:
             return {"answer": cited, "llm_calls": 0}
         fallback = state["budget"] - state.get("llm_calls", 0) >= 2
-        answer, extracted = extract(state["question"], documents, llm, fallback)
+        answer, extracted = extract(state["question"], documents, llm, fallback, clause)
         return {"answer": answer, "llm_calls": 2 if fallback and not extracted else 1}
     writer = llm.bind(max_tokens=runtime.context.answer_tokens)
     reply = writer.invoke(answer_messages(state["question"], documents, llm))
