@@ -215,9 +215,16 @@ def setting(file: str, index: str, metric: str, **match: Any) -> Value:
     return bench(file, section, "settings", {"index": index, **match}, metric)
 
 
-def answers_row(pipeline_name: str, home: str, metric: str) -> Value:
-    """One row of the answer benchmark's summary ("context in": all, local or web)."""
-    return bench("answers", "cmrc", "summary", {"pipeline": pipeline_name, "context in": home}, metric)
+def answers_row(setting_name: str, pipeline_name: str, metric: str, *index: int, home: str = "all") -> Value:
+    """One pipeline's number in the answer benchmark's summary (a setting; "context in": all, local or web)."""
+    return bench("answers", "cmrc", "summary",
+                 {"setting": setting_name, "context in": home, "pipeline": pipeline_name}, metric, *index)
+
+
+def answers_pair(setting_name: str, comparison: str, metric: str, *index: int, home: str = "all") -> Value:
+    """One paired difference in the answer benchmark (an index picks an interval end)."""
+    return bench("answers", "cmrc", "paired",
+                 {"setting": setting_name, "context in": home, "comparison": comparison}, metric, *index)
 
 
 def bench_rows(file: str, *path: Any) -> list[dict]:
@@ -289,13 +296,10 @@ def one_per_call(reduce: Callable) -> Value:
                                   if r["batch"] == 1))
 
 
+CRAG_PAIR, JUDGE_PAIR = "crag_extractive - rag_extractive", "judge_extractive - rag_extractive"
+ANSWER_UNIT = 30  # notebook 12's cell that prints the CMRC answer lengths
 DEFAULT_HNSW = "HNSW default (flat params dropped)"  # the Lite default build (M=16, efConstruction=200)
 M16 = {"M": 16, "efConstruction": 64}
-
-
-def web_questions() -> list[dict]:
-    """The answer benchmark's questions whose context is on the web side."""
-    return [q for q in bench_rows("answers", "cmrc", "questions") if q["home"] == "web"]
 
 
 CMRC_M16_EF40 = setting("index", "HNSW", "recall@10", cmrc=True, M=16, ef=40)
@@ -819,53 +823,55 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"on these (\d+), in-process", output(N12, 13, r"(\d+) questions in the slice")),
     Claim(N12, r"(\d+) questions are a coarse ruler", output(N12, 13, r"(\d+) questions in the slice")),
     Claim(N12, r"\(\d+ of (\d+)\) leaves", output(N12, 13, r"(\d+) questions in the slice")),
-    Claim(N12, r"plain RAG's on (\d+) questions", bench("answers", "cmrc", "setup", "questions")),
-    Claim(N12, r"with (\d+) questions, \"CRAG", bench("answers", "cmrc", "setup", "questions")),
     Claim(N12, r"\(MRR@5 ([.\d]+) vs [.\d]+\)",
           output(N12, SLICE_TABLE, r"peer: rank_bm25 \(jieba\), numpy\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
     Claim(N12, r"\(MRR@5 [.\d]+ vs ([.\d]+)\)",
           output(N12, SLICE_TABLE, r"min-max\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
     # ---- 11: the answer benchmark
-    Claim(N12, r"splits the (\d+) CMRC contexts", bench("answers", "cmrc", "setup", "contexts")),
+    Claim(N12, r"top-(\d+) chunks", bench("answers", "cmrc", "setup", "retriever k")),
     Claim(N12, r"best strips \| ≤ (\d+)", bench("answers", "cmrc", "setup", "crag max_llm_calls")),
     Claim(N12, r"≤ (\d+), depth", bench("answers", "cmrc", "setup", "judge max_llm_calls")),
     Claim(N12, r"depth ≤ (\d+)", bench("answers", "cmrc", "setup", "judge max_depth")),
-    Claim(N12, r"drew (\d+) of its", answers_row("plain", "web", "questions")),
-    Claim(N12, r"of its (\d+)\s+questions", bench("answers", "cmrc", "setup", "questions")),
-    Claim(N12, r"\((\d+) questions, seed 0", bench("answers", "cmrc", "setup", "questions")),
-    Claim(N12, r"seed 0: (\d+) with the context", answers_row("plain", "local", "questions")),
-    Claim(N12, r"local index, (\d+) on the web", answers_row("plain", "web", "questions")),
-    Claim(N12, r"([\d.]+) minutes of answering", derived(
-        "bench_results/answers.json, sum of every pipeline's seconds over the questions / 60",
-        lambda: sum(q[f"{p}_s"] for q in bench_rows("answers", "cmrc", "questions")
-                    for p in bench_rows("answers", "cmrc", "setup", "pipelines")) / 60)),
-    Claim(N12, r"moves a mean by ([\d.]+)", derived("1 / questions in bench_results/answers.json",
-                                                   lambda: 1 / bench("answers", "cmrc", "setup", "questions").get())),
-    Claim(N12, r"treat a ([\d.]+)\s+difference as noise", derived(
-        "1 / questions in bench_results/answers.json",
-        lambda: 1 / bench("answers", "cmrc", "setup", "questions").get())),
-    Claim(N12, r"\((\d+) answered questions\)", bench("answers", "cmrc", "setup", "questions")),
-    Claim(N12, r"LLM-only scores F1 ([.\d]+)", answers_row("llm_only", "all", "F1")),
-    Claim(N12, r"plain RAG F1 ([.\d]+) on the local half", answers_row("plain", "local", "F1")),
-    Claim(N12, r"evidence (\d) of \d web questions", derived(
-        "bench_results/answers.json, CRAG evidence x web questions",
-        lambda: answers_row("crag", "web", "evidence").get() * answers_row("crag", "web", "questions").get())),
-    Claim(N12, r"evidence \d of (\d) web questions", answers_row("crag", "web", "questions")),
-    Claim(N12, r"F1 ([.\d]+) there vs", answers_row("crag", "web", "F1")),
-    Claim(N12, r"there vs\s+([.\d]+) for plain RAG", answers_row("plain", "web", "F1")),
-    Claim(N12, r"there vs\s+([.\d]+) for plain RAG and the judge", answers_row("judge", "web", "F1")),
-    Claim(N12, r"best F1 \(([.\d]+) vs", answers_row("crag", "all", "F1")),
-    Claim(N12, r"best F1 \([.\d]+ vs ([.\d]+)\)", answers_row("plain", "all", "F1")),
-    Claim(N12, r"for ([\d.]+)x\s+the seconds", answers_row("crag", "all", "s / plain")),
-    Claim(N12, r"and (\d+)x the LLM calls of plain", answers_row("crag", "all", "calls / plain")),
-    Claim(N12, r"F1 ([.\d]+) like plain RAG", answers_row("judge", "all", "F1")),
-    Claim(N12, r"F1 [.\d]+ like plain RAG at ([\d.]+)x", answers_row("judge", "all", "s / plain")),
-    Claim(N12, r"seconds and ([\d.]+)x\s+the LLM calls\.", answers_row("judge", "all", "calls / plain")),
-    Claim(N12, r"refuse (\d) of the \d web questions", derived(
-        "bench_results/answers.json, web questions where plain RAG made no model call",
-        lambda: sum(q["plain_llm_calls"] == 0 for q in web_questions()))),
-    Claim(N12, r"refuse \d of the (\d) web questions", derived("bench_results/answers.json, web questions",
-                                                                lambda: len(web_questions()))),
+    Claim(N12, r"is (\d+) characters long", output(N12, ANSWER_UNIT, r"median gold answer (\d+) characters")),
+    Claim(N12, r"decides EM on (\d+) of the", output(N12, ANSWER_UNIT, r"widening on (\d+) of")),
+    Claim(N12, r"decides EM on \d+ of the (\d+) questions", output(N12, ANSWER_UNIT, r"widening on \d+ of (\d+)")),
+    Claim(N12, r"questions: (\d+)\s+gain, and", output(N12, ANSWER_UNIT, r"(\d+) of them gained")),
+    *[Claim(N12, r"answers.json`: (\d+) questions in each setting",
+            bench("answers", "cmrc", "setup", "settings", name, "questions with rows")) for name in ("local", "split")],
+    *[Claim(N12, r"load of about ([\d.]+) on average",
+            bench("answers", "cmrc", "setup", "settings", name, "load_1min over the rows", "mean"), tol=0.2)
+      for name in ("local", "split")],
+    Claim(N12, r"the judge on\s+the first (\d+) of them", answers_row("local", "judge_extractive", "n")),
+    Claim(N12, r"LLM-only scores F1 ([.\d]+)", answers_row("local", "llm_only", "F1")),
+    Claim(N12, r"for ([.\d]+) of the local\s+questions", answers_row("local", "rag_extractive", "evidence")),
+    Claim(N12, r"and scores F1 ([.\d]+), next to", answers_row("local", "rag_extractive", "F1")),
+    Claim(N12, r"gold-context bound of ([.\d]+)", answers_row("local", "gold", "F1")),
+    Claim(N12, r"As copied, plain RAG's EM is ([.\d]+)", answers_row("local", "rag_extractive", "EM")),
+    Claim(N12, r"widened to the clause it is ([.\d]+)", answers_row("local", "rag_extractive", "EM clause")),
+    Claim(N12, r"with F1\s+([.\d]+) \(the gold", answers_row("local", "rag_extractive", "F1 clause")),
+    Claim(N12, r"bound: ([.\d]+) and", answers_row("local", "gold", "EM clause")),
+    Claim(N12, r"bound: [.\d]+ and ([.\d]+)\)", answers_row("local", "gold", "F1 clause")),
+    Claim(N12, r"beats plain RAG by F1\s+\+([.\d]+)", answers_pair("split", CRAG_PAIR, "F1 diff")),
+    Claim(N12, r"beats plain RAG by F1\s+\+[.\d]+ \[([.\d]+),", answers_pair("split", CRAG_PAIR, "F1 diff ci", 0)),
+    Claim(N12, r"beats plain RAG by F1\s+\+[.\d]+ \[[.\d]+, ([.\d]+)\]",
+          answers_pair("split", CRAG_PAIR, "F1 diff ci", 1)),
+    Claim(N12, r"\(evidence \+([.\d]+)\)", answers_pair("split", CRAG_PAIR, "evidence diff")),
+    Claim(N12, r"\(F1 \+([.\d]+) there\)", answers_pair("split", CRAG_PAIR, "F1 diff", home="web")),
+    Claim(N12, r"level \(F1 \+([.\d]+)", answers_pair("local", CRAG_PAIR, "F1 diff")),
+    Claim(N12, r"level \(F1 \+[.\d]+ \[(-?[.\d]+),", answers_pair("local", CRAG_PAIR, "F1 diff ci", 0)),
+    Claim(N12, r"level \(F1 \+[.\d]+ \[-?[.\d]+, ([.\d]+)\]", answers_pair("local", CRAG_PAIR, "F1 diff ci", 1)),
+    Claim(N12, r"median ([\d.]+) s against", answers_row("local", "crag_extractive", "s p50")),
+    Claim(N12, r"s against ([\d.]+) s\)", answers_row("local", "rag_extractive", "s p50")),
+    Claim(N12, r"single-passage questions\*\*: F1 \+([.\d]+)", answers_pair("local", JUDGE_PAIR, "F1 diff")),
+    Claim(N12, r"F1 \+[.\d]+ \[(-?[.\d]+), [.\d]+\] over plain RAG",
+          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 0)),
+    Claim(N12, r"F1 \+[.\d]+ \[-?[.\d]+, ([.\d]+)\] over plain RAG",
+          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 1)),
+    Claim(N12, r"on its (\d+) local questions", answers_pair("local", JUDGE_PAIR, "n")),
+    Claim(N12, r"for ([\d.]+) s more per question", answers_pair("local", JUDGE_PAIR, "s diff")),
+    Claim(N12, r"plain RAG ([\d.]+), CRAG", answers_row("local", "rag_extractive", "s p50")),
+    Claim(N12, r"CRAG ([\d.]+), the judge", answers_row("local", "crag_extractive", "s p50")),
+    Claim(N12, r"the judge ([\d.]+)\. Nearly", answers_row("local", "judge_extractive", "s p50")),
     # ---- 12 the app
     Claim(N13, r"about (\d+) s of cells in the committed run", cell_seconds(N13), rel=0.5),
     *(Claim(name, r"about (\d+) s of cells in the committed run", cell_seconds(name), rel=0.5)
