@@ -15,9 +15,10 @@ results):
   row is copied into the other setting ("copied_from").
   Per (setting, pipeline, question) row: EM, F1, contains gold, evidence (a gold answer in what the generator
   read), EM and F1 of the answer widened to its clause (what mode="clause" answers: CMRC's annotators mark clauses;
-  computed from the passage the copy came from, kept in the row as cited_passage), LLM calls, prompt and generated tokens, seconds, and the error if the pipeline raised (recorded, scored
-  0, the run goes on). Each row is appended at once to <runs-dir>/<setting>.jsonl: a run stopped at any point and
-  started again with the same arguments skips the finished rows. Questions are interleaved (question 1 through
+  computed from the passage the copy came from, kept in the row as cited_passage), LLM calls, prompt and generated
+  tokens, seconds, and the error if the pipeline raised (recorded, scored 0, the run goes on). Each row is appended
+  at once to <runs-dir>/<setting>.jsonl: a run stopped at any point and started again with the same arguments skips
+  the finished rows. Questions are interleaved (question 1 through
   every setting and pipeline, then question 2, ...), so a partial run compares the pipelines on the same
   questions, and llama.cpp's prompt cache is cleared before every pipeline run, so no pipeline reuses another's.
   Summary per setting, pipeline and where the context lives: n, errors, means of EM, F1, contains gold, evidence,
@@ -97,8 +98,9 @@ PAIRS = (("rag", "llm_only"), ("rag_extractive", "rag"), ("crag", "rag"), ("crag
          ("judge_extractive", "judge"), ("gold", "rag_extractive"), ("gold_generative", "rag"),
          ("gold", "gold_generative"))
 # summary label -> row field: a mean with its bootstrap interval
-MEANS = {"EM": "em", "F1": "f1", "EM clause": "em_clause", "F1 clause": "f1_clause", "contains gold": "contains", "evidence": "evidence", "LLM calls": "llm_calls",
-         "prompt tokens": "prompt_tokens", "completion tokens": "completion_tokens", "s": "s"}
+MEANS = {"EM": "em", "F1": "f1", "EM clause": "em_clause", "F1 clause": "f1_clause", "contains gold": "contains",
+         "evidence": "evidence", "LLM calls": "llm_calls", "prompt tokens": "prompt_tokens",
+         "completion tokens": "completion_tokens", "s": "s"}
 DIFFERENCES = ("EM", "F1", "EM clause", "F1 clause", "evidence", "LLM calls", "s")  # the paired differences
 BOOTSTRAP = {"confidence": 0.95, "resamples": 2000, "seed": 0}
 DEFAULT_QUESTIONS = 200
