@@ -80,7 +80,7 @@ from rag_lib.models import (
     structured_output,
 )
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, close, connect
+from rag_lib.store import ANALYZER_PARAMS, PROJECT_ROOT, close, connect
 from rag_lib.text import detect_language
 from rag_lib.websearch import OfflineWebSearch
 
@@ -746,7 +746,8 @@ def summarize_cmrc(
     setup = {
         "file": path.name, "contexts": len(data.contexts), "questions": len(sample), "seed": seed,
         "sample": "the first n non-empty questions of a shuffle fixed by the seed", "retriever k": K,
-        "min_similarity": default_min_similarity(), "crag max_llm_calls": CRAG_MAX_LLM_CALLS,
+        "min_similarity": default_min_similarity(), "retriever": "hybrid RRF, dense + BM25",
+        "BM25 analyzer": ANALYZER_PARAMS, "crag max_llm_calls": CRAG_MAX_LLM_CALLS,
         "judge max_llm_calls": JUDGE_MAX_LLM_CALLS, "judge max_depth": JUDGE_MAX_DEPTH,
         "pipelines": list(PIPELINES), "index-free pipelines (copied across settings)": list(INDEX_FREE),
         "bootstrap": BOOTSTRAP | {"method": "percentile, resampling questions"},
