@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStoreRetriever
@@ -47,12 +49,15 @@ HYBRID_SEARCH_KWARGS = {"ranker_type": "rrf", "ranker_params": {"k": 60}, "fetch
 
 
 def hybrid_store(
-    embeddings: Embeddings, uri: str, collection: str = "lc_docs", drop_old: bool = False, auto_id: bool = False
+    embeddings: Embeddings, uri: str, collection: str = "lc_docs", drop_old: bool = False, auto_id: bool = False,
+    analyzer_params: dict[str, Any] | None = None,
 ) -> Milvus:
-    """A langchain-milvus store with a dense field (`embeddings`) and a BM25 field (jieba analyzer), Lite-safe.
-    auto_id=True lets Milvus number rows added without ids (ParentDocumentRetriever adds its children so)."""
+    """A langchain-milvus store with a dense field (`embeddings`) and a BM25 field (the course analyzer, or
+    `analyzer_params`), Lite-safe. auto_id=True lets Milvus number rows added without ids (ParentDocumentRetriever
+    adds its children so)."""
     bm25 = BM25BuiltInFunction(
-        input_field_names="text", output_field_names="sparse", analyzer_params=ANALYZER_PARAMS, function_name="text_bm25"
+        input_field_names="text", output_field_names="sparse", analyzer_params=analyzer_params or ANALYZER_PARAMS,
+        function_name="text_bm25",
     )
     return Milvus(
         embedding_function=embeddings,

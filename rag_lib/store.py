@@ -37,14 +37,15 @@ TEXT_MAX_LENGTH = 65535
 HNSW_BUILD = {"M": 16, "efConstruction": 200}
 DENSE_SEARCH_PARAMS = {"metric_type": "COSINE", "params": {"ef": 256}}
 SPARSE_SEARCH_PARAMS = {"metric_type": "BM25", "params": {"drop_ratio_search": 0.0}}
-# Milvus' jieba tokenizer splits Chinese into words and English on spaces; lowercase makes BM25 case-blind.
-ANALYZER_PARAMS = {"tokenizer": "jieba", "filter": ["lowercase"]}
-# The course analyzer plus Milvus's `stop` filter: the words rank_bm25's tokenizer drops (STOPWORDS) and punctuation,
-# which jieba returns as tokens and ANALYZER_PARAMS keeps (notebook 04 section 12 measures the difference).
+# Milvus' jieba tokenizer splits Chinese into words and English on spaces; lowercase makes BM25 case-blind; the `stop`
+# filter drops the words rank_bm25's tokenizer drops (STOPWORDS) and the punctuation jieba returns as tokens, which
+# otherwise weigh in BM25's statistics (notebook 04 section 12 measures what they cost as a collection grows).
 PUNCTUATION = list("，。！？、；：“”‘’（）《》【】…·,.!?;:()[]\"'") + ["——", "……"]
-STOP_ANALYZER_PARAMS = {
+ANALYZER_PARAMS = {
     "tokenizer": "jieba", "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS) + PUNCTUATION}],
 }
+# The same without the stop filter: the comparison in notebook 04, and the analyzer some benchmarks were measured with.
+JIEBA_ANALYZER_PARAMS = {"tokenizer": "jieba", "filter": ["lowercase"]}
 # Escapes that both Milvus Lite's filter parser and the server's accept inside a "..." string literal.
 FILTER_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 METADATA_FIELDS = ("source", "file_hash", "chunk_index", "chunk_count", "parent_id", "language", "title")
@@ -170,7 +171,7 @@ def build_schema(
     dim: int, analyzer_params: dict[str, Any] | None = None, extra_dense: dict[str, int] | None = None
 ) -> CollectionSchema:
     """Fields: content-hash id, analysed text, dense vector, BM25 sparse vector, metadata (+ dynamic extras).
-    `analyzer_params` replace the course's jieba analyzer (ANALYZER_PARAMS) for the BM25 text field;
+    `analyzer_params` replace the course analyzer (ANALYZER_PARAMS) for the BM25 text field;
     `extra_dense` adds a vector field per name and dimension, for a second embedding model."""
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
@@ -236,13 +237,19 @@ def make_row(
     }
 
 
-def ensure_collection_for(client: MilvusClient, embeddings: Embeddings, name: str = DEFAULT_COLLECTION) -> str:
+def ensure_collection_for(
+    client: MilvusClient, embeddings: Embeddings, name: str = DEFAULT_COLLECTION,
+    analyzer_params: dict[str, Any] | None = None,
+) -> str:
     """`ensure_collection` with the dimension of the vectors `embeddings` makes (one probe embedding)."""
-    return ensure_collection(client, len(embeddings.embed_query("dimension probe")), name)
+    return ensure_collection(client, len(embeddings.embed_query("dimension probe")), name, analyzer_params)
 
 
-def ensure_collection(client: MilvusClient, dim: int, name: str = DEFAULT_COLLECTION) -> str:
+def ensure_collection(
+    client: MilvusClient, dim: int, name: str = DEFAULT_COLLECTION, analyzer_params: dict[str, Any] | None = None
+) -> str:
     """Create the collection if missing (checking an existing one has dimension `dim`), and load it.
+    `analyzer_params` (ANALYZER_PARAMS when not given) apply when it is created; an existing one keeps its own.
     A server too old for the schema gets MilvusVersionError first, and a failed creation leaves no collection."""
     require_full_text_search(client)
     if client.has_collection(name):
@@ -254,7 +261,9 @@ def ensure_collection(client: MilvusClient, dim: int, name: str = DEFAULT_COLLEC
             )
     else:
         try:
-            client.create_collection(name, schema=build_schema(dim), index_params=build_index_params(client))
+            client.create_collection(
+                name, schema=build_schema(dim, analyzer_params), index_params=build_index_params(client)
+            )
         except MilvusException:
             if client.has_collection(name):  # a server creates the collection, then may refuse its index
                 client.drop_collection(name)

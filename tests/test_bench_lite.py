@@ -67,10 +67,11 @@ def test_benchmark_writes_segments_scale_and_profile(tmp_path, bench_output):
     assert scale["chunks"] == 60 and scale["insert + flush + load s"] > 0
     names = {row["pipeline"] for row in scale["pipelines"]}
     assert set(lite.SCALE_ROUTES) < names and "BM25, rank_bm25 (in-process)" in names
-    assert {lite.CLIENT_BM25, lite.CLIENT_HYBRID} < names and scale["client-side BM25 fit + encode + load s"] > 0
+    assert {lite.CLIENT_BM25, lite.CLIENT_HYBRID, *lite.SCALE_STOPPED} < names
+    assert scale["client-side BM25 fit + encode + load s"] > 0
     assert all(row["p50 ms"] > 0 for row in scale["pipelines"])
     assert all(row[f"batched ms/q ({lite.BATCH} per call)"] > 0 for row in scale["pipelines"]
-               if row["pipeline"] in {*lite.SCALE_ROUTES, lite.CLIENT_BM25, lite.CLIENT_HYBRID})
+               if row["pipeline"] in {*lite.SCALE_ROUTES, *lite.SCALE_STOPPED, lite.CLIENT_BM25, lite.CLIENT_HYBRID})
     shares = [row["share of samples"] for row in results["profile"]]
     assert shares and 0 < sum(shares) <= 1.0 + 1e-9
 

@@ -49,26 +49,26 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     retrieval.main(["--cmrc", str(path), "--out", "mini"])
     results = bench_output("mini")
     rows = {row["pipeline"]: row for row in results["pipelines"]}
-    assert len(rows) == 16 and results["setup"]["questions"] == 4
+    assert len(rows) == 17 and results["setup"]["questions"] == 4
     assert results["setup"]["dataset"] == "CMRC 2018, mini.json (CC BY-SA 4.0)"  # the file it ran on, by name
     for row in rows.values():
         assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 0.75  # the empty question is always a miss
     # three distinct topics: BM25 and dense each find all three real questions' contexts first
-    assert rows["Milvus BM25 (jieba analyzer)"]["R@1"] == 0.75
+    assert rows[retrieval.BM25]["R@1"] == rows[retrieval.BM25_JIEBA]["R@1"] == 0.75
     assert rows["Milvus dense HNSW"]["R@1"] == 0.75
     assert rows["hybrid RRF(60)"]["MRR@5"] == 0.75
     assert rows["hybrid RRF + e5 rerank (two-stage)"]["R@1"] == 0.75
     # parent-child hands over the whole context: every found context holds its answer
     parents = rows["parent-child: 120-char children -> context"]
     assert parents["ctx recall@3"] == parents["R@3"] == 0.75
-    unbatched = {"peer: rank_bm25 (jieba), numpy", retrieval.ENSEMBLE, retrieval.FUSED_STOP, retrieval.FUSED_WIDE}
+    unbatched = {"peer: rank_bm25 (jieba), numpy", retrieval.ENSEMBLE, retrieval.FUSED_JIEBA, retrieval.FUSED_WIDE}
     for name, row in rows.items():  # no batch API or only scored: no batched time rather than a borrowed one
         assert (row["batched ms/q (64 per call)"] is None) == (name in unbatched), name
         assert name in unbatched or row["batched ms/q (64 per call)"] > 0
-    assert rows["Milvus BM25 (jieba analyzer)"]["p50 / peer"] == rows["Milvus BM25 (jieba analyzer)"]["p50 ms"] / rows[
+    assert rows[retrieval.BM25]["p50 / peer"] == rows[retrieval.BM25]["p50 ms"] / rows[
         "peer: rank_bm25 (jieba), numpy"]["p50 ms"]  # compared with the in-process BM25, not the dense peer
     # the per-context fusion and LangChain's ensemble of the same searches find every context first
-    for name in (retrieval.FUSED, retrieval.FUSED_COMPLETE, retrieval.FUSED_STOP, retrieval.FUSED_WIDE,
+    for name in (retrieval.FUSED, retrieval.FUSED_COMPLETE, retrieval.FUSED_JIEBA, retrieval.FUSED_WIDE,
                  retrieval.FUSED_CLIENT, retrieval.ENSEMBLE):
         assert rows[name]["R@1"] == 0.75
     peer = rows["peer: rank_bm25 (jieba), numpy"]  # client-side BM25 in Milvus ranks as rank_bm25 does
@@ -77,7 +77,7 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     fusion = results["per-context fusion"]
     assert fusion["weights"] == retrieval.FUSION_WEIGHTS
     held = fusion["half B (held out)"]
-    assert set(held) == {retrieval.FUSED, retrieval.FUSED_COMPLETE, retrieval.FUSED_STOP, retrieval.FUSED_WIDE,
+    assert set(held) == {retrieval.FUSED, retrieval.FUSED_COMPLETE, retrieval.FUSED_JIEBA, retrieval.FUSED_WIDE,
                          retrieval.FUSED_CLIENT, retrieval.ENSEMBLE, retrieval.PARENT_CHILD, "hybrid weighted 0.6 dense / 0.4 BM25, min-max"}
     assert 0 < held[retrieval.FUSED]["questions"] < fusion["all"][retrieval.FUSED]["questions"] == 4
     assert fusion["all"][retrieval.PARENT_CHILD]["fused - this, R@1"] == 0.0

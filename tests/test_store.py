@@ -11,8 +11,9 @@ from pymilvus.exceptions import MilvusException
 
 from rag_lib import store
 from rag_lib.store import (
-    DEFAULT_COLLECTION, chunk_id, close, collection_dim, connect, count_rows, database_name, ensure_collection,
-    ensure_collection_for, field_filter, lite_path, make_row, milvus_uri, opened, quote,
+    DEFAULT_COLLECTION, JIEBA_ANALYZER_PARAMS, SPARSE_SEARCH_PARAMS, chunk_id, close, collection_dim, connect,
+    count_rows, database_name, ensure_collection, ensure_collection_for, field_filter, lite_path, make_row, milvus_uri,
+    opened, quote,
 )
 
 
@@ -36,6 +37,20 @@ def test_dimension_mismatch_is_a_clear_error(milvus):
 def test_ensure_collection_for_takes_the_dimension_from_the_embeddings(milvus, embeddings):
     assert ensure_collection_for(milvus, embeddings, "probed") == "probed"
     assert collection_dim(milvus, "probed") == len(embeddings.embed_query("any text"))
+
+
+@pytest.mark.parametrize(("analyzer", "stop_word_hits"), [(None, 0), (JIEBA_ANALYZER_PARAMS, 1)])
+def test_the_course_analyzer_leaves_stop_words_and_punctuation_out_of_bm25(milvus, analyzer, stop_word_hits):
+    ensure_collection(milvus, 2, "words", analyzer_params=analyzer)  # None: the course analyzer
+    milvus.insert("words", [make_row("a.md", "向量的索引。") | {"dense": [1.0, 0.0]}])
+    milvus.flush("words")
+
+    def hits(query: str) -> int:
+        return len(milvus.search("words", data=[query], anns_field="sparse", limit=5,
+                                 search_params=SPARSE_SEARCH_PARAMS)[0])
+
+    assert hits("索引") == 1  # a word is a term with either analyzer
+    assert hits("的。") == stop_word_hits  # a stop word and punctuation only with jieba alone
 
 
 def test_make_row_fills_every_schema_field():

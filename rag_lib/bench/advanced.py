@@ -33,14 +33,14 @@ from rag_lib.advanced import (
     LANGUAGES, expand_query, hypothetical_passage, multi_path_search, rrf_merge, search_by_vector, translate_query,
     union_search,
 )
-from rag_lib.bench import format_table, timed, write_results
+from rag_lib.bench import MEASURED_ANALYZER, format_table, timed, write_results
 from rag_lib.demo import DOCS
 from rag_lib.evaluation import bootstrap_ci, paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.index import index_directory
 from rag_lib.models import get_chat_model, get_embeddings
-from rag_lib.node_groups import DEFAULT_OUT, NodeGroupSearch, document_rows, index_groups, load_groups
+from rag_lib.node_groups import DEFAULT_OUT, GROUP_COLLECTION, NodeGroupSearch, document_rows, index_groups, load_groups
 from rag_lib.retriever import Retriever
-from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect
+from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.text import detect_language
 
 QUESTIONS = PROJECT_ROOT / "data" / "crosslingual_questions.json"
@@ -194,6 +194,8 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         client = connect(uri=str(Path(folder) / "advanced.db"))
         embeddings = get_embeddings()
+        for collection in (DEFAULT_COLLECTION, GROUP_COLLECTION):
+            ensure_collection_for(client, embeddings, collection, analyzer_params=MEASURED_ANALYZER)
         index_directory(client, DOCS, embeddings, progress=False)
         group_rows = index_groups(client, embeddings, document_rows(load_groups(DEFAULT_OUT)))
         pipes = pipelines(client, embeddings)
@@ -205,7 +207,8 @@ def main(argv: list[str]) -> None:
     table = [row for name, subset in groups.items() if subset for row in summary(subset, list(pipes), name)]
     print(format_table(summary_table({"summary": table})))
     setup = {"questions": len(rows), "per set": {name: len(subset) for name, subset in sets.items()},
-             "chunks per question": K, "node-group rows": group_rows, "bootstrap resamples": RESAMPLES,
+             "chunks per question": K, "BM25 analyzer": MEASURED_ANALYZER, "node-group rows": group_rows,
+             "bootstrap resamples": RESAMPLES,
              "load_average_1min_at_start": load_at_start, "replies in the other language": in_other_language(rows),
              "llm calls per question": "4 (translation, 2 wordings in one structured call, HyDE x2); "
                                        "every pipeline reuses them"}

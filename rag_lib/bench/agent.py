@@ -26,7 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
-from rag_lib.bench import RESULTS_DIR, format_table, write_results
+from rag_lib.bench import MEASURED_ANALYZER, RESULTS_DIR, format_table, write_results
 from rag_lib.bench.answers import TokenCounter, clear_prompt_cache, token_counter_for
 from rag_lib.demo import DOCS
 from rag_lib.evaluation import wilson
@@ -35,7 +35,7 @@ from rag_lib.index import index_directory
 from rag_lib.matching import occurs_in
 from rag_lib.models import get_chat_model, get_embeddings
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, connect
+from rag_lib.store import PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.websearch import get_web_search
 
 QUESTIONS = PROJECT_ROOT / "data" / "agent_questions.json"
@@ -193,11 +193,13 @@ def main(argv: list[str]) -> None:
     label = model_label(llm)
     with tempfile.TemporaryDirectory() as folder:
         client = connect(str(Path(folder) / "agent.db"))
+        ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
         index_directory(client, DOCS, embeddings, progress=False)
         retriever = Retriever(client=client, embeddings=embeddings, k=K)
         web = get_web_search()
         tools = [docs_tool(retriever), web_tool(web, k=K)]
-        parts: dict[str, Any] = {"load_at_start": [round(x, 2) for x in os.getloadavg()], "questions": len(questions)}
+        parts: dict[str, Any] = {"load_at_start": [round(x, 2) for x in os.getloadavg()], "questions": len(questions),
+                                "BM25 analyzer": MEASURED_ANALYZER}
         wanted = args.parts.split(",")
         if "choice" in wanted:
             parts["choice_constrained"] = run_choice(llm, tools, questions, native=False)

@@ -63,7 +63,7 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from rag_lib.bench import RESULTS_DIR, format_table, write_results
+from rag_lib.bench import MEASURED_ANALYZER, RESULTS_DIR, format_table, write_results
 from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.evaluation import bootstrap_ci, exact_match, f1, paired_difference
 from rag_lib.gguf import ensure_qwen_gguf
@@ -80,7 +80,7 @@ from rag_lib.models import (
     structured_output,
 )
 from rag_lib.retriever import Retriever
-from rag_lib.store import ANALYZER_PARAMS, PROJECT_ROOT, close, connect
+from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
 from rag_lib.text import detect_language
 from rag_lib.websearch import OfflineWebSearch
 
@@ -441,6 +441,7 @@ def indexed_pipelines(
     client = connect(uri=str(folder / f"{setting}.db"))
     stack.callback(close, client)  # also stops Lite's in-process server before its folder is removed
     embeddings = get_embeddings()
+    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
     index_directory(client, files, embeddings, progress=False)
     cutoff = default_min_similarity()
 
@@ -747,7 +748,7 @@ def summarize_cmrc(
         "file": path.name, "contexts": len(data.contexts), "questions": len(sample), "seed": seed,
         "sample": "the first n non-empty questions of a shuffle fixed by the seed", "retriever k": K,
         "min_similarity": default_min_similarity(), "retriever": "hybrid RRF, dense + BM25",
-        "BM25 analyzer": ANALYZER_PARAMS, "crag max_llm_calls": CRAG_MAX_LLM_CALLS,
+        "BM25 analyzer": MEASURED_ANALYZER, "crag max_llm_calls": CRAG_MAX_LLM_CALLS,
         "judge max_llm_calls": JUDGE_MAX_LLM_CALLS, "judge max_depth": JUDGE_MAX_DEPTH,
         "pipelines": list(PIPELINES), "index-free pipelines (copied across settings)": list(INDEX_FREE),
         "bootstrap": BOOTSTRAP | {"method": "percentile, resampling questions"},
@@ -868,6 +869,7 @@ def main(argv: list[str]) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             client = connect(uri=str(Path(tmp) / "grader.db"))
             embeddings = get_embeddings()
+            ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
             index_directory(client, DATA / "docs", embeddings, progress=False)
             results["grader"] = run_grader(llm, Retriever(client=client, embeddings=embeddings, k=4))
             close(client)

@@ -29,7 +29,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
-from rag_lib.bench import format_table, percentile, write_results
+from rag_lib.bench import MEASURED_ANALYZER, format_table, percentile, write_results
 from rag_lib.bench.retrieval import (
     CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_collection, to_contexts,
 )
@@ -141,13 +141,14 @@ def parent_setup(client, data: Dataset, embeddings, uri: str) -> tuple[ParentDoc
     ParentDocumentRetriever (children in langchain-milvus, parents in an InMemoryStore) and the course's children
     rows carrying `parent_text` (one Milvus collection), both searched with hybrid RRF."""
     children = [{**r, "parent_text": data.contexts[r["parent_id"]]} for r in chunk_contexts(data, 120, 20)]
-    load_collection(client, "cmrc_children", children, embeddings)
+    load_collection(client, "cmrc_children", children, embeddings, MEASURED_ANALYZER)
     course = Retriever(client=client, embeddings=embeddings, collection="cmrc_children", k=CANDIDATES)
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=120, chunk_overlap=20, separators=SEPARATORS, keep_separator="end"
     )
     langchain = ParentDocumentRetriever(
-        vectorstore=hybrid_store(embeddings, uri, "lc_children", drop_old=True, auto_id=True), docstore=InMemoryStore(),
+        vectorstore=hybrid_store(embeddings, uri, "lc_children", drop_old=True, auto_id=True,
+                                 analyzer_params=MEASURED_ANALYZER), docstore=InMemoryStore(),
         child_splitter=splitter, search_kwargs={"k": CANDIDATES, **HYBRID_SEARCH_KWARGS},
     )
     parents = [Document(text, metadata={"source": context_id}) for context_id, text in data.contexts.items()]
@@ -199,8 +200,8 @@ def main(argv: list[str]) -> None:
     splitters = [splitter_stats(data, "RecursiveCharacterTextSplitter(300, 50), default separators", lc_split),
                  splitter_stats(data, "rag_lib.chunking.recursive_split(300, 50)", recursive_split)]
     chunks = chunk_contexts(data, 300, 50)
-    load_collection(client, "cmrc_chunks", chunks, embeddings)
-    load_collection(client, "cmrc_lc_chunks", split_rows(data, lc_split), embeddings)
+    load_collection(client, "cmrc_chunks", chunks, embeddings, MEASURED_ANALYZER)
+    load_collection(client, "cmrc_lc_chunks", split_rows(data, lc_split), embeddings, MEASURED_ANALYZER)
     parent_lc, parent_course = parent_setup(client, data, embeddings, str(folder / "lc.db"))
 
     def retriever(collection: str = "cmrc_chunks", **kwargs) -> Retriever:
@@ -252,7 +253,8 @@ def main(argv: list[str]) -> None:
     print(format_table(splitters))
     setup = {"questions": len(questions), "llm questions": len(llm_questions), "contexts": len(data.contexts),
              "candidates": CANDIDATES, "hyde max_tokens": HYDE_TOKENS, "bootstrap resamples": RESAMPLES,
-             "min_similarity": E5_MIN_SIMILARITY, "dataset": dataset_label(args.cmrc)}
+             "min_similarity": E5_MIN_SIMILARITY, "dataset": dataset_label(args.cmrc),
+             "BM25 analyzer": MEASURED_ANALYZER}
     payload = {"setup": setup, "pipelines": rows, "pairs": pairs, "splitters": splitters}
     print("\nwrote", write_results(args.out, payload))
 

@@ -13,7 +13,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from tqdm import tqdm
 
-from rag_lib.bench import format_table, write_results
+from rag_lib.bench import MEASURED_ANALYZER, format_table, write_results
 from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.lite import grown_rows
 from rag_lib.bench.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_search
@@ -82,7 +82,8 @@ def indexing_speed(client, contexts: list[str], embeddings: Embeddings, use: Emb
     use_vectors, use_s = embed_all(use, texts, f"USE, {size} chunks")
     e5_vectors, e5_s = embed_all(embeddings, texts[:e5_sample], f"e5, {e5_sample} chunks")
     e5_full = np.resize(e5_vectors, (size, e5_vectors.shape[1]))  # the sample repeated: Milvus' cost, not e5's
-    load_s = load_rows(client, "scale", rows, {"dense": e5_full, FIELD: use_vectors}, len(rows))
+    load_s = load_rows(client, "scale", rows, {"dense": e5_full, FIELD: use_vectors}, len(rows),
+                       MEASURED_ANALYZER)
     client.drop_collection("scale")
     return {
         "chunks": size, "e5 chunks": e5_sample, "chars per chunk": float(np.mean([len(t) for t in texts])),
@@ -105,7 +106,8 @@ def main(argv: list[str]) -> None:
     texts = [r["text"] for r in chunks]
     e5_vectors = np.asarray(run.embeddings.embed_documents(texts), dtype=np.float32)  # disk-cached
     use_vectors, _ = embed_all(use, texts, "USE, CMRC chunks")
-    load_rows(run.client, "two_models", chunks, {"dense": e5_vectors, FIELD: use_vectors}, len(chunks))
+    load_rows(run.client, "two_models", chunks, {"dense": e5_vectors, FIELD: use_vectors}, len(chunks),
+              MEASURED_ANALYZER)
     runs = score(pipelines(run.client, run.embeddings, use), run.questions, "pipelines per question")
     rows = [summary(name, r) for name, r in runs.items()]
     differences = paired(runs)
@@ -117,7 +119,8 @@ def main(argv: list[str]) -> None:
     print(format_table(differences))
     print(format_table(speed["models"]))
     setup = {"questions": len(run.questions), "contexts": len(run.data.contexts), "chunks": len(chunks),
-             "candidates": CANDIDATES, "dataset": dataset_label(args.cmrc)}
+             "candidates": CANDIDATES, "dataset": dataset_label(args.cmrc),
+             "BM25 analyzer": MEASURED_ANALYZER}
     results = {"setup": setup, "pipelines": rows, "differences": differences, "indexing": speed}
     print("\nwrote", write_results(args.out, results))
 

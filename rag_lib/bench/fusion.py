@@ -16,7 +16,7 @@ from collections import Counter
 
 import numpy as np
 
-from rag_lib.bench import format_table, write_results
+from rag_lib.bench import MEASURED_ANALYZER, format_table, write_results
 from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.retrieval import (
     BATCH,
@@ -82,7 +82,7 @@ def main(argv: list[str]) -> None:
     run = cmrc_run(args)
     data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
     chunks = chunk_contexts(data, 300, 50)
-    load_collection(client, "cmrc_chunks", chunks, embeddings)
+    load_collection(client, "cmrc_chunks", chunks, embeddings, MEASURED_ANALYZER)
 
     texts = sorted({q.text for q in questions if q.text})
 
@@ -107,7 +107,8 @@ def main(argv: list[str]) -> None:
     print(format_table([{k: v for k, v in row.items() if k != "95% CI"} for row in rows]))
     setup = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks),
              "candidates": CANDIDATES, "batch": BATCH, "default": DEFAULT, "bootstrap resamples": RESAMPLES,
-             "dataset": dataset_label(args.cmrc)}
+             "dataset": dataset_label(args.cmrc),
+             "BM25 analyzer": MEASURED_ANALYZER}
     print("\nwrote", write_results(args.out, {"setup": setup, "pipelines": rows}))
 
 

@@ -2,13 +2,14 @@
 
 1. segments (CMRC 2018, 1,002 questions): the same chunks and vectors loaded three ways: left unflushed, flushed
    once (one segment), and flushed every SMALL_FLUSH rows (several segments, as when files arrive a few at a time;
-   Lite merges small segments of similar file size, so fewer remain than flushes); BM25 also with a stop filter
-   (STOP_ANALYZER_PARAMS) on one flush.
+   Lite merges small segments of similar file size, so fewer remain than flushes); the loads use jieba alone
+   (MEASURED_ANALYZER), and BM25 is also measured with the course analyzer's stop filter (ANALYZER_PARAMS) on one flush.
    BM25, dense and hybrid RRF: R@1 and MRR@5 on every question, the paired R@1 difference to "flushed once" with a
    bootstrap 95% interval, and p50/p95 with one question per call on a seeded sample (all loads interleaved).
 2. scale: a collection of each size in --sizes, grown with real-looking text (the sentences of CMRC contexts
    shuffled into new 300-character chunks) and flushed once. Dense, BM25, hybrid RRF and the client-side weighted
-   fusion are timed one question per call and BATCH per call, beside BM25 with client-side statistics
+   fusion are timed one question per call and BATCH per call, beside BM25 and hybrid RRF over a second collection of
+   the same rows with the course analyzer's stop filter (SCALE_STOPPED), BM25 with client-side statistics
    (rag_lib.client_bm25: a sparse IP search, alone and fused with dense), rank_bm25 and numpy brute force over the
    same rows in the same run. Document vectors at scale are random unit vectors: search time does not depend on their
    values, and quality is measured in part 1.
@@ -30,7 +31,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from tqdm import tqdm
 
-from rag_lib.bench import format_table, percentile, write_results
+from rag_lib.bench import MEASURED_ANALYZER, format_table, percentile, write_results
 from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.fusion import precomputed
 from rag_lib.bench.retrieval import (
@@ -43,7 +44,7 @@ from rag_lib.evaluation import paired_difference
 from rag_lib.models import cap_query, embed_queries
 from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.retriever import Retriever
-from rag_lib.store import STOP_ANALYZER_PARAMS, make_row
+from rag_lib.store import ANALYZER_PARAMS, make_row
 from rag_lib.text import split_sentences
 
 SMALL_FLUSH = 64  # rows per flush in the "many segments" load
@@ -54,6 +55,7 @@ CLIENT_BM25 = "BM25, client-side statistics (sparse IP)"
 CLIENT_HYBRID = "hybrid weighted, dense + client-side BM25"
 ONE_FLUSH = "flushed once"
 STOPPED = "BM25, flushed once, stop filter"
+SCALE_STOPPED = ("BM25, stop filter", "hybrid RRF, stop filter")  # the scale part's routes over ANALYZER_PARAMS
 MIN_PROFILE_S = 2.0  # the sampler runs at least this long
 
 
@@ -112,11 +114,11 @@ def segments(client, data, embeddings, questions: list, timed: list[str]) -> dic
     loads = {"unflushed": None, ONE_FLUSH: len(rows), f"flushed every {SMALL_FLUSH} rows": SMALL_FLUSH}
     retrievers = {}
     for i, (load_name, every) in enumerate(loads.items()):
-        load_rows(client, f"load{i}", rows, {"dense": vectors}, every)
+        load_rows(client, f"load{i}", rows, {"dense": vectors}, every, MEASURED_ANALYZER)
         for route, kwargs in ROUTES.items():
             retrievers[f"{route}, {load_name}"] = Retriever(
                 client=client, embeddings=queries, collection=f"load{i}", k=CANDIDATES, **kwargs)
-    load_rows(client, "load_stop", rows, {"dense": vectors}, len(rows), STOP_ANALYZER_PARAMS)
+    load_rows(client, "load_stop", rows, {"dense": vectors}, len(rows), ANALYZER_PARAMS)
     retrievers[STOPPED] = Retriever(client=client, embeddings=queries, collection="load_stop", k=CANDIDATES,
                                     search_type="sparse")
     texts = sorted(queries.vectors)
@@ -156,16 +158,19 @@ def scale(client, data, embeddings, timed: list[str], size: int) -> tuple[dict, 
     dim = len(embeddings.embed_query("dimension probe"))
     vectors = np.random.default_rng(size).standard_normal((size, dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    seconds = load_rows(client, "grown", rows, {"dense": vectors}, len(rows))
+    seconds = load_rows(client, "grown", rows, {"dense": vectors}, len(rows), MEASURED_ANALYZER)
+    load_rows(client, "grown_stop", rows, {"dense": vectors}, len(rows), ANALYZER_PARAMS)
     queries = KnownQueries(embeddings, timed)
     retrievers = {name: Retriever(client=client, embeddings=queries, collection="grown", k=CANDIDATES, **kwargs)
                   for name, kwargs in SCALE_ROUTES.items()}
+    stopped = {name: Retriever(client=client, embeddings=queries, collection="grown_stop", k=CANDIDATES,
+                               **ROUTES[name.split(",")[0]]) for name in SCALE_STOPPED}
     client_side, client_build = client_routes(client, rows, retrievers["dense"])
     started = time.perf_counter()
     peers = {"BM25, rank_bm25 (in-process)": peer_bm25(rows)}
     bm25_build = time.perf_counter() - started
     peers["dense, numpy brute force"] = numpy_dense(vectors, queries)
-    many = retrievers | client_side
+    many = retrievers | stopped | client_side
     calls = {**{name: milvus_search(r) if isinstance(r, BaseRetriever) else (lambda q, r=r: milvus_batch(r)([q])[0])
                 for name, r in many.items()}, **peers}
     for search in calls.values():  # first call: caches and lazily built indexes are not part of the timing
@@ -238,7 +243,8 @@ def main(argv: list[str]) -> None:
     client.close()
     setup = {"questions": len(questions), "timed questions": len(timed), "candidates": CANDIDATES, "batch": BATCH,
              "small flush": SMALL_FLUSH, "bootstrap resamples": RESAMPLES,
-             "dataset": dataset_label(args.cmrc)}
+             "dataset": dataset_label(args.cmrc),
+             "BM25 analyzer": MEASURED_ANALYZER}
     print("\nwrote", write_results(args.out, {"setup": setup, **parts}))
 
 

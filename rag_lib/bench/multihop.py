@@ -29,7 +29,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from tqdm import tqdm
 
-from rag_lib.bench import RESULTS_DIR, format_table, write_results
+from rag_lib.bench import MEASURED_ANALYZER, RESULTS_DIR, format_table, write_results
 from rag_lib.bench.answers import (
     JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, append_row, clear_prompt_cache, compare, describe, judge_context,
     judge_extractive_context, model_name, names, print_seconds, rag_context, read_jsonl, rescored, run_pipeline,
@@ -40,7 +40,7 @@ from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
 from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, close, connect
+from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
 
 DATA = PROJECT_ROOT / "data"
 QUESTIONS = DATA / "multihop_questions.json"
@@ -65,6 +65,7 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, R
     client = connect(uri=str(folder / "multihop.db"))
     stack.callback(close, client)
     embeddings = get_embeddings()
+    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
     index_directory(client, corpus, embeddings, progress=False)
     cutoff = default_min_similarity()
 
@@ -128,7 +129,8 @@ def summarize(questions: list[dict], runs_file: Path) -> dict:
                    for a, b in PAIRS if set(by.get(a, {})) & set(by.get(b, {}))]
     loads = [r["load_1min"] for found in rows.values() for r in found.values()]
     setup = {"questions": len(questions), "file": QUESTIONS.name, "corpus": "data/docs + data/web, one collection",
-             "retriever k": K, "min_similarity": default_min_similarity(), "judge max_llm_calls": JUDGE_MAX_LLM_CALLS,
+             "retriever k": K, "BM25 analyzer": MEASURED_ANALYZER, "min_similarity": default_min_similarity(),
+             "judge max_llm_calls": JUDGE_MAX_LLM_CALLS,
              "judge max_depth": JUDGE_MAX_DEPTH, "runs file": source_name(runs_file),
              "model": ", ".join(sorted({r["model"] for found in rows.values() for r in found.values()})),
              "load_1min over the rows": {"mean": round(sum(loads) / len(loads), 2), "max": max(loads)}
