@@ -1,4 +1,4 @@
-"""Numbers quoted in the notebooks' prose agree with the data they quote.
+"""Numbers quoted in the notebooks' prose (and in the README's answer section) agree with the data they quote.
 
 Each claim names a notebook, a regular expression whose first group captures a number in that notebook's markdown,
 and where the true value lives: a committed JSON file in bench_results/ (`bench`), the notebook's own committed outputs
@@ -50,6 +50,14 @@ def notebook(name: str) -> dict:
 def markdown(nb: dict) -> str:
     """All markdown cells of a parsed notebook, in order."""
     return "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+README = "README"  # a claim's "notebook" that names README.md instead
+
+
+def prose(name: str) -> str:
+    """The prose a claim reads: a notebook's markdown cells, or the README."""
+    return (ROOT / "README.md").read_text(encoding="utf-8") if name == README else markdown(notebook(name))
 
 
 @cache
@@ -1333,14 +1341,93 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"on (\d+) questions these are differences", set_size_05(HARD_SET_05)),
 ]
 
+
+
+def answers_load(statistic: str) -> Value:
+    """The 1-minute load over the answer benchmark's rows: the mean over both settings' means, or the max."""
+    def get() -> float:
+        loads = [v["load_1min over the rows"] for v in results("answers")["cmrc"]["setup"]["settings"].values()]
+        return max(x["max"] for x in loads) if statistic == "max" else sum(x["mean"] for x in loads) / len(loads)
+
+    return derived(f"bench_results/answers.json, {statistic} 1-minute load over the rows", get)
+
+
+# The README's answer section (its tables: test_readme_answer_tables_are_the_json).
+CLAIMS += [
+    Claim(README, r"holds the \*\*first (\d+) questions\*\*", bench("answers", "cmrc", "setup", "questions")),
+    Claim(README, r"a 1-minute load of ([\d.]+) on average", answers_load("mean")),
+    Claim(README, r"on average \(([\d.]+) at most\)", answers_load("max")),
+    Claim(README, r"split setting\*\* \(F1 \+([.\d]+) \[", answers_pair("split", CRAG_PAIR, "F1 diff")),
+    Claim(README, r"split setting\*\* \(F1 \+[.\d]+ \[\+([.\d]+),", answers_pair("split", CRAG_PAIR, "F1 diff ci", 0)),
+    Claim(README, r"split setting\*\* \(F1 \+[.\d]+ \[\+[.\d]+, \+([.\d]+)\]",
+          answers_pair("split", CRAG_PAIR, "F1 diff ci", 1)),
+    Claim(README, r"reaches \*\*F1 ([.\d]+) and EM", answers_row("local", "rag_extractive", "F1 clause")),
+    Claim(README, r"reaches \*\*F1 [.\d]+ and EM ([.\d]+) with", answers_row("local", "rag_extractive", "EM clause")),
+    Claim(README, r"\(as copied: F1 ([.\d]+), EM", answers_row("local", "rag_extractive", "F1")),
+    Claim(README, r"\(as copied: F1 [.\d]+, EM ([.\d]+),", answers_row("local", "rag_extractive", "EM")),
+    Claim(README, r"gold-context bound \(([.\d]+) / [.\d]+\)", answers_row("local", "gold", "F1 clause")),
+    Claim(README, r"gold-context bound \([.\d]+ / ([.\d]+)\)", answers_row("local", "gold", "EM clause")),
+    Claim(README, r"is\s+the limit \(evidence ([.\d]+)\)", answers_row("local", "rag_extractive", "evidence")),
+    Claim(README, r"CRAG ([\d.]+) \(target 15\)", answers_row("local", "crag_extractive", "s p50")),
+    Claim(README, r"the judge ([\d.]+) \(target 30\)", answers_row("local", "judge_extractive", "s p50")),
+    Claim(README, r"plain RAG's ([\d.]+) is not \(target 10\)", answers_row("local", "rag_extractive", "s p50")),
+    Claim(README, r"at about (\d+) tokens per second",
+          bench("answers", "cmrc", "where the seconds go", "overall", "prompt tokens read per s")),
+    Claim(README, r"single-passage questions \(F1 (-?[.\d]+) \[", answers_pair("local", JUDGE_PAIR, "F1 diff")),
+    Claim(README, r"single-passage questions \(F1 -?[.\d]+ \[(-?[.\d]+),",
+          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 0)),
+    Claim(README, r"single-passage questions \(F1 -?[.\d]+ \[-?[.\d]+, \+?(-?[.\d]+)\]\)",
+          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 1)),
+    Claim(README, r"\) for ([\d.]+) s more\s+per question", answers_pair("local", JUDGE_PAIR, "s diff")),
+]
+
+ANSWER_PIPELINES = {"llm_only": "LLM only", "rag_extractive": "plain RAG", "crag_extractive": "Corrective RAG",
+                    "judge_extractive": "RAG with judge", "gold": "gold context (the bound)"}
+
+
+def two_places(value: float, signed: bool = False) -> str:
+    """A share as the README writes it: .47, -.02, +.10 (signed), 1.00."""
+    text = f"{value:+.2f}" if signed else f"{value:.2f}"
+    text = text.replace("0.", ".", 1) if abs(value) < 0.995 else text
+    return ".00" if text in ("+.00", "-.00") and not signed else text.replace("-.00", "+.00")
+
+
+def with_interval(value: float, interval: list[float], form: Callable[[float], str]) -> str:
+    """`value [low, high]`, each written by `form`."""
+    return f"{form(value)} [{form(interval[0])}, {form(interval[1])}]"
+
+
+def answer_table_lines() -> list[str]:
+    """The rows of the README's answer tables, rendered from bench_results/answers.json."""
+    data = results("answers")["cmrc"]
+    share, signed = two_places, lambda v: two_places(v, signed=True)
+    lines = []
+    for setting_name in ("local", "split"):
+        for key, label in ANSWER_PIPELINES.items():
+            r = walk(data["summary"], ({"setting": setting_name, "context in": "all", "pipeline": key},))
+            cells = [with_interval(r[m], r[f"{m} ci"], share)
+                     for m in ("F1", "EM", "F1 clause", "EM clause", "evidence")]
+            lines.append(f"| {label} | {r['n']} | " + " | ".join(cells) + f" | {r['LLM calls']:.1f} | "
+                         + with_interval(r["s p50"], r["s p50 ci"], lambda v: f"{v:.1f}") + " |")
+    for setting_name, home in (("local", "all"), ("split", "all"), ("split", "web")):
+        for comparison, label in ((CRAG_PAIR, "CRAG - plain RAG"), (JUDGE_PAIR, "judge - plain RAG")):
+            r = walk(data["paired"], ({"setting": setting_name, "context in": home, "comparison": comparison},))
+            cells = [".00 [.00, .00]" if max(map(abs, [r[m], *r[f"{m} ci"]])) < 0.005
+                     else with_interval(r[m], r[f"{m} ci"], signed)
+                     for m in ("F1 diff", "EM clause diff", "evidence diff")]
+            lines.append(f"| {setting_name} | {home} | {label} | {r['n']} | " + " | ".join(cells) + " | "
+                         + with_interval(r["s diff"], r["s diff ci"], lambda v: f"{v:+.1f}") + " |")
+    return lines
+
+
 # Prose that must not appear: files outside the repo, or how the course was made.
 FORBIDDEN = [r"STACK\.md", r"\.\./shared", r"/work/", r"\byardsticks?\b", r"\bsessions?\b", r"\bthe issue\b"]
-CHECKED = sorted({c.notebook for c in CLAIMS})
+CHECKED = sorted({c.notebook for c in CLAIMS} - {README})  # the notebooks
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=str)
 def test_prose_number_matches_its_source(claim: Claim) -> None:
-    problems = check(claim, markdown(notebook(claim.notebook)))
+    problems = check(claim, prose(claim.notebook))
     assert not problems, "\n".join(problems)
 
 
@@ -1354,10 +1441,10 @@ def far_from(written: str) -> str:
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=str)
 def test_an_edited_number_is_caught(claim: Claim) -> None:
-    prose = markdown(notebook(claim.notebook))
-    match = re.search(claim.pattern, prose)
+    text = prose(claim.notebook)
+    match = re.search(claim.pattern, text)
     assert match, f"{claim}: pattern not found"
-    edited = prose[: match.start(1)] + far_from(match.group(1)) + prose[match.end(1):]
+    edited = text[: match.start(1)] + far_from(match.group(1)) + text[match.end(1):]
     assert check(claim, edited), f"{claim}: an edited number went unnoticed"
 
 
@@ -1376,13 +1463,19 @@ def test_an_edited_notebook_file_fails(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", CHECKED)
 def test_prose_speaks_to_the_learner(name: str) -> None:
-    prose = markdown(notebook(name))
-    found = [m.group(0) for pattern in FORBIDDEN for m in re.finditer(pattern, prose, flags=re.IGNORECASE)]
+    text = markdown(notebook(name))
+    found = [m.group(0) for pattern in FORBIDDEN for m in re.finditer(pattern, text, flags=re.IGNORECASE)]
     assert not found, f"{name}: the prose mentions {found}: cite files in the repo and speak about the subject only"
 
 
 @pytest.mark.parametrize("name", CHECKED)
 def test_every_checked_notebook_ends_with_sources_and_exercises(name: str) -> None:
-    prose = markdown(notebook(name))
-    assert "## Sources" in prose and "## Exercises" in prose, f"{name}: add a Sources and an Exercises section"
-    assert prose.count("<details><summary>Solution</summary>") >= 2, f"{name}: give worked solutions, collapsed"
+    text = markdown(notebook(name))
+    assert "## Sources" in text and "## Exercises" in text, f"{name}: add a Sources and an Exercises section"
+    assert text.count("<details><summary>Solution</summary>") >= 2, f"{name}: give worked solutions, collapsed"
+
+
+def test_readme_answer_tables_are_the_json() -> None:
+    """Every row of the README's answer tables as bench_results/answers.json renders it (copy the missing ones)."""
+    missing = [line for line in answer_table_lines() if line not in prose(README)]
+    assert not missing, "rows not in the README:\n" + "\n".join(missing)
