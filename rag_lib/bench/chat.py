@@ -17,14 +17,14 @@ from pathlib import Path
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from rag_lib.bench import MEASURED_ANALYZER, format_table, write_results
+from rag_lib.bench import format_table, write_results
 from rag_lib.demo import DOCS
 from rag_lib.evaluation import wilson
 from rag_lib.graphs.chat import ChatContext, build_chat_graph
 from rag_lib.index import index_directory
 from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, connect, ensure_collection_for
+from rag_lib.store import PROJECT_ROOT, connect
 
 FOLLOW_UPS = PROJECT_ROOT / "data" / "chat_followups.json"
 QUERIES = ("as written", "condensed", "joined to the first question")
@@ -81,7 +81,6 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         client = connect(uri=str(Path(folder) / "chat.db"))
         embeddings = get_embeddings()
-        ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
         index_directory(client, DOCS, embeddings, progress=False)
         answerer = Retriever(client=client, embeddings=embeddings, k=3, min_similarity=default_min_similarity())
         ranker = Retriever(client=client, embeddings=embeddings, k=3)
