@@ -410,6 +410,19 @@ HARD_COUNT_05 = derived(f"{N05} cell 3 output, rows of the hard-question table",
 K_05 = code(N05, 3, r"K = (\d+)")
 SAMPLE_05 = output(N05, 3, r"\{1: (\d+)\}")
 RESULTS_05 = 36  # notebook 05: the measured table of section 11
+E5_DOC_05 = "embeddings_e5_models.md"  # notebook 05, section 5: the file of the question's second part
+
+
+def multi_step_hits_05(column: int, nth: int) -> Value:
+    """Notebook 05, section 5: the hit number (1-based) of the `nth` hit on the E5 document in the multi-step run
+    (column 0) or in one search over the whole question (column 1), from the table of cell 13."""
+    where = f"{N05} cell 13 output, hit number {nth} on {E5_DOC_05} in column {column}"
+
+    def get() -> float:
+        rows = rows_of(N05, 13, r"^(\d+)\s+(\S+)\s+(\S+)\s*$")
+        return float([hit for hit, *files in rows if files[column] == E5_DOC_05][nth - 1])
+
+    return derived(where, get)
 LLM_QUESTIONS_05 = derived(f"{N05} cell 38 output, ranks in the baseline row (one per question)",
                            lambda: len(rows_of(N05, 38, r"^baseline: hybrid RRF\s+(.*)$")[0][0].split()))
 
@@ -709,7 +722,7 @@ CLAIMS: list[Claim] = [
                                                             lambda: 4 * bench("index", "synthetic", "dim").get())),
     # ---- 06 streaming
     Claim(N06, r"about (\d+) s of cells in the committed run", cell_seconds(N06), rel=0.5),
-    Claim(N06, r"about ([\d.]+) minutes on a 2-core", minutes(N06), rel=0.5),
+    Claim(N06, r"about ([\d.]+) minutes? on a 2-core", minutes(N06), rel=0.5),
     Claim(N06, r"writes ([\d.]+) tokens per second", bench("quickstart", "questions", 0, "tokens_per_s")),
     Claim(N06, r"\(([\d.]+) per second in", bench("quickstart", "questions", 0, "tokens_per_s")),
     # ---- 07 subgraphs and Send
@@ -1168,14 +1181,25 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"Of the (\d+) hand-written ones", HARD_COUNT_05),
     Claim(N05, r"hand-written ones, (\d+) miss", derived(f"{N05} cell 3 output, hard questions ranked '-'",
                                                         lambda: sum(r == ("-",) for r in rows_of(N05, 3, HARD_05)))),
-    Claim(N05, r"\(rank (\d) and rank \d\)", output(N05, 6, r"(?m)^0\s.*\s(\d+)\s*$")),
-    Claim(N05, r"\(rank \d and rank (\d)\)", output(N05, 6, r"(?m)^1\s.*\s(\d+)\s*$")),
-    Claim(N05, r"\"candidate sorting\" \(rank (\d)\)", output(N05, 6, r"(?m)^1\s.*algorithm\s+(\d+)")),
+    Claim(N05, r"for streaming: rank (\d);", output(N05, 3, r"langgraph_streaming_modes\.txt\s+(\d+)")),
+    Claim(N05, r"Chinese document: rank (\d)\)", output(N05, 3, r"reranking_cross_encoders_zh\.md\s+(\d+)")),
+    Claim(N05, r"\(rank (\d) and rank \d; asked", output(N05, 6, r"(?m)^0\s.*\s(\d+)\s*$")),
+    Claim(N05, r"\(rank \d and rank (\d); asked", output(N05, 6, r"(?m)^1\s.*\s(\d+)\s*$")),
+    Claim(N05, r"the second ranks it (\d)th\)", output(N05, 6, r"(?m)^1\s.*?\?\s+(\d+)\s")),
+    Claim(N05, r"\"candidate sorting\" \(rank (\d) instead", output(N05, 6, r"(?m)^1\s.*algorithm\s+(\d+)")),
+    Claim(N05, r"\(rank \d instead of (\d)\)", output(N05, 6, r"(?m)^1\s.*?\?\s+(\d+)\s")),
     Claim(N05, r"\(rank (\d) -> \d\)", output(N05, 9, r"搜索？\s+(\d+)")),
     Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 9, r"union \(best score per chunk\)\s+(\d+)")),
     Claim(N05, r"for the same (\d+) places", K_05),
-    Claim(N05, r"\(all (\d) of its hits", output(N05, 13, r"same (\d+) hits")),
-    Claim(N05, r"before `max_steps=(\d)`", code(N05, 13, r"max_steps=(\d+)")),
+    Claim(N05, r"in as hits (\d) and \d;", multi_step_hits_05(0, 1)),
+    Claim(N05, r"in as hits \d and (\d);", multi_step_hits_05(0, 2)),
+    Claim(N05, r"spends its first (\d) hits", derived(f"{N05} cell 13 output, hits before the first on {E5_DOC_05}",
+                                                       lambda: multi_step_hits_05(1, 1).get() - 1)),
+    Claim(N05, r"the E5 document only at hit (\d)\.", multi_step_hits_05(1, 1)),
+    Claim(N05, r"ends at its bound,\s+`max_steps=(\d)`", code(N05, 13, r"max_steps=(\d+)")),
+    Claim(N05, r"ends at its bound,\s+`max_steps=(\d)`", derived(f"{N05} cell 13 output, steps printed",
+                                                                  lambda: len(rows_of(N05, 13, r"^step (\d+):")))),
+    Claim(N05, r"ranked the file (\d)th\)", output(N05, 15, r"baseline (\d+)")),
     Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 15, r"Chinese: rank (\d+)")),
     Claim(N05, r"schema's (\d+) characters", output(N05, 19, r"summary: str = Field\(max_length=(\d+)\)")),
     Claim(N05, r"answers are cut at (\d+) characters", source_constant("rag_lib/node_groups.py",
@@ -1188,14 +1212,14 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"rank (\d) for a file that", derived(
         f"{N05} cell 22 output, rank of the streaming document among the parents",
         lambda: 1 + [s for (s,) in rows_of(N05, 22, r"^  -> parent  (\S+)")].index("langgraph_streaming_modes.txt"))),
-    Claim(N05, r"hybrid search ranked (\d)th", output(N05, 3, r"langgraph_streaming_modes\.txt\s+(\d+)")),
+    Claim(N05, r"hybrid search ranked (\d)(?:st|nd|rd|th)", output(N05, 3, r"langgraph_streaming_modes\.txt\s+(\d+)")),
     Claim(N05, r"Three paths, each (\d+) results", K_05),
     Claim(N05, r"judge document \(rank (\d)\)", output(N05, 24, r"'node groups': (\d+)")),
     Claim(N05, r"from nowhere to rank (\d)", output(N05, 24, r"\| multi-path (\d+)")),
     Claim(N05, r"uses k=(\d),", code(N05, 26, r"k: int = (\d+)")),
-    Claim(N05, r"\((\d)th in the merged list\)", derived(
-        f"{N05} cell 24 output, row of llm_as_a_judge_zh.txt in the merged table + 1",
-        lambda: 1 + output(N05, 24, r"(?m)^(\d+)\s+llm_as_a_judge_zh\.txt").get())),
+    *[Claim(N05, pattern, derived(f"{N05} cell 24 output, row of llm_as_a_judge_zh.txt in the merged table + 1",
+                                  lambda: 1 + output(N05, 24, r"(?m)^(\d+)\s+llm_as_a_judge_zh\.txt").get()))
+      for pattern in (r"chunk \((\d)th in the merged list", r"raise k to (\d) to see it")],
     Claim(N05, r"indexes (\d+)-character\s+children", code(N05, 29, r"chunk_size=(\d+)")),
     Claim(N05, r"their ([\d,]+)-character parent;", code(N05, 29, r"parent_size=(\d+)")),
     Claim(N05, r"hold the answer (\d+) times out of \d+", output(N05, 29, r"answer in top-3 children\s+(\d+)")),
@@ -1215,16 +1239,21 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"over\s+the (\d+) chunks of each", K_05),
     Claim(N05, r"\(recall@3 ([\d.]+)\): one summary", results_05("node groups only", 0)),
     Claim(N05, r"a little MRR \(([\d.]+)\)", results_05("multi-path (dense + BM25 + node groups)", 1)),
-    Claim(N05, r"\(recall@3 ([\d.]+), MRR [\d.]+, against", results_05("node groups only", 3)),
-    Claim(N05, r"MRR ([\d.]+), against", results_05("node groups only", 4)),
-    Claim(N05, r"against ([\d.]+) / [\d.]+\s+for hybrid", results_05("baseline: hybrid RRF", 3)),
-    Claim(N05, r"against [\d.]+ / ([\d.]+)\s+for hybrid", results_05("baseline: hybrid RRF", 4)),
-    Claim(N05, r"and ([\d.]+) / [\d.]+ for BM25", results_05("BM25", 3)),
-    Claim(N05, r"and [\d.]+ / ([\d.]+) for BM25", results_05("BM25", 4)),
+    *[Claim(N05, r"hard questions \(recall@3 ([\d.]+) each\)", results_05(row, 3))
+      for row in ("node groups only", "baseline: hybrid RRF", "BM25")],
+    Claim(N05, r"lead on MRR \(([\d.]+), against", results_05("node groups only", 4)),
+    Claim(N05, r"against ([\d.]+) for hybrid and", results_05("baseline: hybrid RRF", 4)),
+    Claim(N05, r"for hybrid and ([\d.]+) for\s+BM25", results_05("BM25", 4)),
+    Claim(N05, r"every hard question \(recall@3 ([\d.]+)\)", results_05("dense", 3)),
+    Claim(N05, r"on\s+the (\d+) hard questions has recall@3", set_size_05(HARD_SET_05)),
+    Claim(N05, r"has recall@3 ([\d.]+), against", advanced_05(BASE_05, HARD_SET_05, "recall@3")),
+    Claim(N05, r"against ([\d.]+) in the first table", results_05("baseline: hybrid RRF", 3)),
+    Claim(N05, r"in the same order for (\d+) of the \d+", output(N05, 48, r"same 3 parents\s+(\d+)")),
+    Claim(N05, r"in the same order for \d+ of the (\d+)", SAMPLE_05),
     Claim(N05, r"falls to ([\d.]+) \(MRR", results_05("multi-path (dense + BM25 + node groups)", 3)),
     Claim(N05, r"falls to [\d.]+ \(MRR ([\d.]+)\)", results_05("multi-path (dense + BM25 + node groups)", 4)),
     Claim(N05, r"dense search again\s+\(([\d.]+)\)", results_05("multi-path + e5 rerank", 3)),
-    Claim(N05, r"\(last table, (\d) questions:", LLM_QUESTIONS_05),
+    Claim(N05, r"\(second table, (\d) questions:", LLM_QUESTIONS_05),
     Claim(N05, r"the live slice \((\d) questions\)", LLM_QUESTIONS_05),
     Claim(N05, r"\*\*(\d) hard questions only\*\*", LLM_QUESTIONS_05),
     Claim(N05, r"ranks (\d) and \d after\s+translation", output(N05, 38, r"(?m)^translation\s+(\d+)")),
@@ -1313,7 +1342,7 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"only ([\d.]+) of those passages", bench("advanced", "setup", "replies in the other language",
                                                          "hyde other language")),
     Claim(N05, r"as written it loses \(([+-][\d.]+)\)", advanced_05(HYDE_O_05, WRITTEN_05, "recall@3 diff")),
-    *diff_claims_05(r"same edge, ", GROUPS_05, HARD_SET_05),
+    *diff_claims_05(r"over its baseline, ", GROUPS_05, HARD_SET_05),
     *diff_claims_05(r"on the vague questions \(", GROUPS_05, HARD_SET_05),
     Claim(N05, r"below hybrid search \(([\d.]+) against", advanced_05(GROUPS_05, TRANSLATED_05, "recall@3")),
     Claim(N05, r"below hybrid search \([\d.]+ against ([\d.]+),", advanced_05(BASE_05, TRANSLATED_05, "recall@3")),
@@ -1338,7 +1367,7 @@ CLAIMS: list[Claim] = [
           advanced_05(UNION_05, CROSS_05, "recall@3 diff 95% CI", 0)),
     Claim(N05, r"rose from [\d.]+ to [\d.]+ \([+-][\d.]+, 95% CI \[[+-][\d.]+, ([+-][\d.]+)\]\)",
           advanced_05(UNION_05, CROSS_05, "recall@3 diff 95% CI", 1)),
-    Claim(N05, r"on (\d+) questions these are differences", set_size_05(HARD_SET_05)),
+    Claim(N05, r"on (\d+)\s+questions these are differences", set_size_05(HARD_SET_05)),
 ]
 
 
