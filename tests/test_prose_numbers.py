@@ -1458,11 +1458,8 @@ CLAIMS += [
     Claim(README, r"plain RAG's ([\d.]+) is not \(target 10\)", answers_row("local", "rag_extractive", "s p50")),
     Claim(README, r"at about (\d+) tokens per second",
           bench("answers", "cmrc", "where the seconds go", "overall", "prompt tokens read per s")),
-    Claim(README, r"single-passage questions \(F1 (-?[.\d]+) \[", answers_pair("local", JUDGE_PAIR, "F1 diff")),
-    Claim(README, r"single-passage questions \(F1 -?[.\d]+ \[(-?[.\d]+),",
-          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 0)),
-    Claim(README, r"single-passage questions \(F1 -?[.\d]+ \[-?[.\d]+, \+?(-?[.\d]+)\]\)",
-          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 1)),
+    *interval_claims(README, r"single-passage questions \(F1 ", lambda key, *end: answers_pair(
+        "local", JUDGE_PAIR, "F1 diff ci" if end else key, *end), "F1 diff", sep=r" \[", suffix=r"\)"),
     Claim(README, r"\) for ([\d.]+) s more\s+per question", answers_pair("local", JUDGE_PAIR, "s diff")),
 ]
 
