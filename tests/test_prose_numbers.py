@@ -448,6 +448,8 @@ def multi_step_hits_05(column: int, nth: int) -> Value:
         return float([hit for hit, *files in rows if files[column] == E5_DOC_05][nth - 1])
 
     return derived(where, get)
+
+
 LLM_QUESTIONS_05 = derived(f"{N05} cell 38 output, ranks in the baseline row (one per question)",
                            lambda: len(rows_of(N05, 38, r"^baseline: hybrid RRF\s+(.*)$")[0][0].split()))
 
