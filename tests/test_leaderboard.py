@@ -1,0 +1,103 @@
+"""docs/benchmarks.md and the README's summary table are what benchmarks.leaderboard renders from the committed JSON,
+and the leaderboard's rows agree with the JSON they come from. Reads JSON only: no kernel, no model, no database."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks/ lives at the repository root, outside the installed package
+
+from benchmarks import leaderboard as lb  # noqa: E402
+
+
+def bench(name: str) -> dict:
+    """bench_results/<name>.json, read here independently of the generator."""
+    return json.loads((ROOT / "bench_results" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def row(technique: str) -> lb.Row:
+    """The leaderboard row of one technique."""
+    return next(r for r in lb.leaderboard() if r.technique == technique)
+
+
+def test_the_page_is_what_the_json_renders() -> None:
+    on_disk = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    assert on_disk == lb.render(), "docs/benchmarks.md is stale: run `python -m benchmarks.leaderboard`"
+
+
+def test_the_readme_summary_is_what_the_json_renders() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert lb.summary_table() in readme, "the README's summary table is stale: paste `summary_table()` into it"
+    assert len(readme) <= 15_000, f"the README has {len(readme)} characters: move detail to docs/benchmarks.md"
+
+
+def test_every_technique_has_one_row_with_cost_data_and_tuning() -> None:
+    rows = lb.leaderboard()
+    assert len({r.technique for r in rows}) == len(rows)
+    for family in ("retrieval", "query", "answer"):
+        assert any(r.family == family for r in rows)
+    for r in rows:
+        assert r.cost and r.data and r.tuning, r
+        assert r.ci is None or r.ci[0] <= r.diff <= r.ci[1], r
+
+
+def test_paired_rows_quote_the_json() -> None:
+    fusion = bench("retrieval")["per-context fusion"]["all"]
+    parent = fusion["parent-child: 120-char children -> context"]
+    assert row("per-context fusion (five searches)").diff == parent["fused - this, R@1"]
+    assert row("per-context fusion (five searches)").ci == tuple(parent["fused - this, R@1 95% CI"])
+    complete = fusion["per-context fusion, every candidate scored by every search"]
+    low, high = complete["fused - this, R@1 95% CI"]
+    assert row("per-context fusion, every candidate scored").ci == (-high, -low)
+    crag = next(p for p in bench("answers")["cmrc"]["paired"] if p["setting"] == "local"
+                and p["context in"] == "all" and p["comparison"] == "crag_extractive - rag_extractive")
+    assert row("Corrective RAG (grade, rewrite, web search)").diff == crag["F1 diff"]
+    union = next(s for s in bench("advanced")["summary"]
+                 if s["pipeline"] == "question + translation (union)" and s["set"] == "translated + hard")
+    assert row("question + translation (union)").ci == tuple(union["recall@3 diff 95% CI"])
+
+
+def test_point_only_rows_say_so() -> None:
+    rerank = row("reranking: e5 re-scorer (two-stage)")
+    assert rerank.ci is None and "point values only" in rerank.quality()
+    pipelines = {p["pipeline"]: p for p in bench("retrieval")["pipelines"]}
+    expected = pipelines["hybrid RRF + e5 rerank (two-stage)"]["R@1"] - pipelines["hybrid RRF(60)"]["R@1"]
+    assert rerank.diff == pytest.approx(expected)
+
+
+def test_intervals_computed_from_per_question_rows() -> None:
+    rows = [json.loads(line) for line in (ROOT / "bench_results" / "answers_runs" / "local.jsonl").open()]
+    f1 = {(r["pipeline"], r["id"]): r["f1"] for r in rows if not r.get("error")}
+    diffs = [f1["rag_extractive", q] - f1["llm_only", q] for p, q in f1 if p == "rag_extractive"]
+    plain = row("plain RAG: hybrid retrieval, k=3, extractive answer")
+    assert plain.diff == pytest.approx(sum(diffs) / len(diffs))
+    assert plain.ci[0] < plain.diff < plain.ci[1] and plain.ci[1] - plain.ci[0] < 0.2
+    again = lb.answer_pair("local", "rag_extractive", "llm_only")
+    assert again == lb.answer_pair("local", "rag_extractive", "llm_only")  # a fixed seed: the same interval
+
+
+def test_paired_interval_is_fixed_and_sensible() -> None:
+    assert lb.paired_interval([0.0] * 50) == (0.0, (0.0, 0.0))
+    mean, (low, high) = lb.paired_interval([1.0, 0.0] * 100)
+    assert mean == 0.5 and 0.4 < low < 0.5 < high < 0.6
+
+
+def test_writing_numbers() -> None:
+    assert [lb.share(0.96), lb.share(1.0), lb.share(-0.0134), lb.share(0.9996)] == [".960", "1.000", "-.013", "1.000"]
+    assert [lb.signed(0.0123), lb.signed(-0.0004), lb.signed(0.0)] == ["+.012", ".000", ".000"]
+    assert lb.interval(0.014, (0.004, 0.024)) == "+.014 [+.004, +.024]"
+
+
+def test_pareto_front_keeps_only_undominated_points() -> None:
+    points = [lb.Point("cheap", 1, 0.5), lb.Point("dominated", 2, 0.4), lb.Point("best", 3, 0.9),
+              lb.Point("same cost, worse", 3, 0.8)]
+    assert [p.name for p in lb.pareto_front(points)] == ["cheap", "best"]
+    front = {p.name for p in lb.pareto_front(lb.retrieval_points())}
+    best = max(lb.retrieval_points(), key=lambda p: p.quality)
+    cheapest = min(lb.retrieval_points(), key=lambda p: p.cost)
+    assert {best.name, cheapest.name} <= front
