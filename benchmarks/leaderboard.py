@@ -119,6 +119,11 @@ def calls(count: float, digits: int = 0) -> str:
     return f"{text} LLM call" + ("" if text == "1" else "s")
 
 
+def joined(*parts: str) -> str:
+    """The non-empty parts, separated by semicolons."""
+    return "; ".join(part for part in parts if part)
+
+
 def table(header: list[str], rows: list[list[str]]) -> str:
     """A markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -146,15 +151,21 @@ class Row:
     ci: tuple[float, float] | None  # None: the JSON holds point values only
     cost: str
     data: str
-    tuning: str
+    tuned: str  # what was chosen looking at `data`
     source: str
     digits: int = 3
+    elsewhere: str = ""  # the same comparison on data no choice was made on (dev split, other questions)
 
     def quality(self) -> str:
         """The difference as the table writes it."""
         if self.ci is None:
             return f"{signed(self.diff, self.digits)} (point values only)"
         return interval(self.diff, self.ci, self.digits)
+
+    @property
+    def tuning(self) -> str:
+        """What was tuned on the data, then how the comparison came out elsewhere."""
+        return joined(self.tuned, self.elsewhere)
 
 
 def retrieval_pipeline(name: str, file: str = "retrieval") -> dict:
@@ -207,6 +218,11 @@ def dev_point(name: str, baseline: str) -> str:
     return f"dev: {signed(point('retrieval_dev', name, baseline))} (point values)"
 
 
+def dev_pair(pair: tuple[float, tuple]) -> str:
+    """A paired difference on the held-out CMRC dev sample."""
+    return f"dev: {interval(*pair)}"
+
+
 def lite_row(file: str, name: str) -> dict:
     """One row of the segments study in bench_results/lite.json or lite_dev.json."""
     return pick(results(file)["segments"]["pipelines"], pipeline=name)
@@ -225,21 +241,21 @@ def search_rows() -> list[Row]:
     half = fusion_knob("weighted, dense share 0.5")
     use = pick(results("embeddings")["differences"], pipeline="e5 + USE + BM25, weighted equal")
     return [
-        Row("retrieval", "BM25 stop filter (the course analyzer)", "BM25, jieba alone", "R@1",
+        Row("retrieval", "BM25 with a stop-word filter (punctuation, particles)", "BM25, jieba alone", "R@1",
             stop["R@1 - flushed once"], tuple(stop["95% CI"]),
             f"{ms(stop['p50 ms'])} vs {ms(lite_row('lite', 'BM25, flushed once')['p50 ms'])} ms/q", TRIAL,
-            f"stop words fixed by hand; held on dev: {interval(stop_dev['R@1 - flushed once'], stop_dev['95% CI'])}",
-            "lite.json, lite_dev.json"),
+            "stop words fixed by hand", "lite.json, lite_dev.json",
+            elsewhere=dev_pair((stop_dev["R@1 - flushed once"], stop_dev["95% CI"]))),
         Row("retrieval", "hybrid RRF (dense + BM25)", "dense e5 alone", "R@1", *rrf,
-            f"{p50(RRF)} vs {p50(DENSE)}", TRIAL + " (BM25 jieba alone)",
-            f"k=60, untuned; {dev_point(RRF, DENSE)}", "fusion.json, retrieval.json"),
+            f"{p50(RRF)} vs {p50(DENSE)}", TRIAL + " (BM25 jieba alone)", "k=60, untuned",
+            "fusion.json, retrieval.json", elsewhere=dev_point(RRF, DENSE)),
         Row("retrieval", "weighted min-max fusion, dense share .5", "hybrid RRF", "R@1", *half,
             f"{p50(WEIGHTED)} vs {p50(RRF)}", TRIAL + " (BM25 jieba alone)",
-            f"share chosen on the scored questions (an upper bound); {dev_point(WEIGHTED, RRF)} for share .6",
-            "fusion.json, retrieval_dev.json"),
+            "share chosen on the scored questions (an upper bound)", "fusion.json, retrieval_dev.json",
+            elsewhere=f"{dev_point(WEIGHTED, RRF)} for share .6"),
         Row("retrieval", "client-side BM25 (rank_bm25 weights in a sparse field)", "Milvus BM25 function", "R@1",
-            point("retrieval", CLIENT, BM25), None, f"{p50(CLIENT)} vs {p50(BM25)}", TRIAL,
-            f"{NOT_TUNED}; {dev_point(CLIENT, BM25)}", "retrieval.json, retrieval_dev.json"),
+            point("retrieval", CLIENT, BM25), None, f"{p50(CLIENT)} vs {p50(BM25)}", TRIAL, NOT_TUNED,
+            "retrieval.json, retrieval_dev.json", elsewhere=dev_point(CLIENT, BM25)),
         Row("retrieval", "a second embedding model (USE) in the hybrid", "e5 + BM25, weighted .6/.4", "R@1",
             use["R@1 diff"], tuple(use["R@1 diff 95% CI"]), f"USE embeds {embedding_speedup():.0f}x faster than e5",
             TRIAL + " (BM25 jieba alone)", NOT_TUNED, "embeddings.json"),
@@ -249,7 +265,6 @@ def search_rows() -> list[Row]:
 def structure_rows() -> list[Row]:
     """Chunking, parent-child, per-context fusion, reranking and the cutoff (CMRC trial, recall@1)."""
     chunking = pick(results("components")["pairs"], job="chunking 300/50")
-    complete_dev = negated(fusion_vs(COMPLETE, file="retrieval_dev"))
     complete_half_b = negated(fusion_vs(COMPLETE, part="half B (held out)"))
     return [
         Row("retrieval", "chunking: LangChain RecursiveCharacterTextSplitter defaults",
@@ -264,20 +279,20 @@ def structure_rows() -> list[Row]:
             "cutoff calibrated on the course's sample questions (notebook 00)", "retrieval.json"),
         Row("retrieval", "parent-child (120-char children, whole context)", "hybrid weighted .6/.4", "R@1",
             point("retrieval", PARENT, WEIGHTED), None, f"{p50(PARENT)} vs {p50(WEIGHTED)}", TRIAL,
-            f"child size chosen on trial; {dev_point(PARENT, WEIGHTED)}", "retrieval.json, retrieval_dev.json"),
+            "child size chosen on trial", "retrieval.json, retrieval_dev.json",
+            elsewhere=dev_point(PARENT, WEIGHTED)),
         Row("retrieval", "per-context fusion (five searches)", "parent-child", "R@1", *fusion_vs(PARENT),
-            f"{p50(FUSED)} vs {p50(PARENT)}", TRIAL,
-            "weights chosen on trial half A; dev: "
-            f"{interval(*fusion_vs(PARENT, file='retrieval_dev'))}, not outside the noise",
-            "retrieval.json, retrieval_dev.json"),
+            f"{p50(FUSED)} vs {p50(PARENT)}", TRIAL, "weights chosen on half of the trial paragraphs",
+            "retrieval.json, retrieval_dev.json", elsewhere=dev_pair(fusion_vs(PARENT, file="retrieval_dev"))),
         Row("retrieval", "per-context fusion, every candidate scored", "per-context fusion", "R@1",
             *negated(fusion_vs(COMPLETE)), f"{p50(COMPLETE)} vs {p50(FUSED)}", TRIAL,
-            f"floor rule chosen on trial; half B {interval(*complete_half_b)}, dev {interval(*complete_dev)}: "
-            "did not hold", "retrieval.json, retrieval_dev.json"),
+            "score scaling chosen on trial", "retrieval.json, retrieval_dev.json",
+            elsewhere=f"trial half not used for the weights: {interval(*complete_half_b)}; "
+            + dev_pair(negated(fusion_vs(COMPLETE, file="retrieval_dev")))),
         Row("retrieval", "LangChain EnsembleRetriever of the same searches", "per-context fusion", "R@1",
-            *negated(fusion_vs(ENSEMBLE)), f"{p50(ENSEMBLE)} vs {p50(FUSED)}", TRIAL,
-            f"{NOT_TUNED}; dev {interval(*negated(fusion_vs(ENSEMBLE, file='retrieval_dev')))}",
-            "retrieval.json, retrieval_dev.json"),
+            *negated(fusion_vs(ENSEMBLE)), f"{p50(ENSEMBLE)} vs {p50(FUSED)}", TRIAL, NOT_TUNED,
+            "retrieval.json, retrieval_dev.json",
+            elsewhere=dev_pair(negated(fusion_vs(ENSEMBLE, file="retrieval_dev")))),
     ]
 
 
@@ -295,9 +310,9 @@ def transform_row(technique: str, name: str) -> Row:
     row, written = advanced(name), advanced(name, WRITTEN)
     return Row("query", technique, "hybrid RRF on the question", "recall@3", row["recall@3 diff"],
                tuple(row["recall@3 diff 95% CI"]), f"{calls(row['LLM calls'])}, {row['seconds']:.1f} s/q",
-               f"{row['questions']} cross-lingual or vague questions",
-               f"{NOT_TUNED}; on {written['questions']} questions as written: "
-               f"{interval(written['recall@3 diff'], written['recall@3 diff 95% CI'])}", "advanced.json")
+               f"{row['questions']} cross-lingual or vague questions", NOT_TUNED, "advanced.json",
+               elsewhere=f"{written['questions']} questions as written: "
+               f"{interval(written['recall@3 diff'], written['recall@3 diff 95% CI'])}")
 
 
 def query_rows() -> list[Row]:
@@ -337,13 +352,15 @@ def answer_cost(pipeline: str, setting: str = "local") -> str:
     return f"{calls(row['LLM calls'], 1)}, {row['s p50']:.1f} s/answer"
 
 
-def paired_answer_row(technique: str, comparison: str, baseline: str, tuning: str) -> Row:
-    """An answer pipeline against plain RAG on the local setting (answers.json's paired table)."""
+def paired_answer_row(technique: str, comparison: str, baseline: str, tuned: str, elsewhere: str = "") -> Row:
+    """An answer pipeline against plain RAG on the local setting (answers.json's paired table), then the split
+    setting (half of the paragraphs only in the offline web corpus)."""
     local, split = answers_paired(comparison), answers_paired(comparison, "split")
     pipeline = comparison.split(" - ")[0]
+    split_text = f"split setting: {interval(split['F1 diff'], split['F1 diff ci'], 2)}"
     return Row("answer", technique, baseline, "F1", local["F1 diff"], tuple(local["F1 diff ci"]),
-               answer_cost(pipeline), f"{local['n']} CMRC trial questions, every context indexed",
-               f"{tuning}; split setting: {interval(split['F1 diff'], split['F1 diff ci'], 2)}", "answers.json", 2)
+               answer_cost(pipeline), f"{local['n']} CMRC trial questions, every context indexed", tuned,
+               "answers.json", 2, joined(elsewhere, split_text))
 
 
 def answer_rows() -> list[Row]:
@@ -365,7 +382,7 @@ def answer_rows() -> list[Row]:
         paired_answer_row("Corrective RAG (grade, rewrite, web search)", "crag_extractive - rag_extractive",
                           "plain RAG", "grader prompt written on data/ passages"),
         paired_answer_row("RAG with a judge (follow-up searches)", "judge_extractive - rag_extractive", "plain RAG",
-                          f"{NOT_TUNED}; two-hop questions: {interval(hop['F1 diff'], hop['F1 diff ci'], 2)}"),
+                          NOT_TUNED, f"two-hop questions: {interval(hop['F1 diff'], hop['F1 diff ci'], 2)}"),
         Row("answer", "gold context (the bound: perfect retrieval)", "plain RAG", "F1", gold["F1 diff"],
             tuple(gold["F1 diff ci"]), answer_cost("gold"), f"{gold['n']} CMRC trial questions", NOT_TUNED,
             "answers.json", 2),
