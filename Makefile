@@ -65,7 +65,8 @@ browser:  ## /usr/bin/chromium + /usr/bin/chromedriver (Debian packages) for the
 		       "(sudo apt-get install $(BROWSER_PACKAGES))" >&2; exit 1; }; \
 	fi
 
-test: setup browser  ## unit tests, the browser test + every notebook under pytest --nbval
+test: setup browser  ## ruff check, then the unit tests, the browser test + every notebook under pytest --nbval
+	$(VENV)/bin/ruff check
 	$(PY) -m pytest
 
 lab: setup  ## JupyterLab on notebooks/

@@ -60,7 +60,9 @@ JUDGE_PROMPT = (
     "Which part of the question do the passages NOT state? Write it in missing (empty if every part is stated) "
     "and a search query for it."
 )
-HYDE_PROMPT = "Write a short passage of technical documentation that answers the question, in {language}.\nQuestion: {question}"
+HYDE_PROMPT = (
+    "Write a short passage of technical documentation that answers the question, in {language}.\nQuestion: {question}"
+)
 
 # The docstring of an output schema is part of the PROMPT: with_structured_output sends it to the model as the
 # tool's description (llama.cpp puts it in the system prompt). So it says what to return, and notes for readers
@@ -189,7 +191,9 @@ class MultiStepResult:
     steps: list[tuple[str, str]] = field(default_factory=list)
 
 
-def multi_step_search(llm: BaseChatModel, search: Search, question: str, max_steps: int = 3, k: int = 2) -> MultiStepResult:
+def multi_step_search(
+    llm: BaseChatModel, search: Search, question: str, max_steps: int = 3, k: int = 2
+) -> MultiStepResult:
     """Multi-step retrieval: retrieve -> a judge names what is still missing -> search its next query; stop when
     nothing is missing, the query repeats, a search brings nothing new, or after `max_steps` retrievals (the bound
     keeps a confused judge from looping). Returns all hits, deduplicated, in the order found.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolRetryMiddleware
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -27,22 +27,35 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 from pydantic import BaseModel, Field, create_model
 
 from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.prompts import PASSAGE_RULE, cap_question, passage_block
-from rag_lib.websearch import WebSearch, WebSearchError
+from rag_lib.websearch import (
+    WEB_ATTEMPTS,
+    WEB_RETRY_DELAY,
+    WEB_TIMEOUT,
+    WebSearch,
+    failure_reason,
+    is_transient,
+    search_pages,
+)
 
 # Few-shot examples of the first step: a 1.5B model picks the right tool far more often with them (notebook 10
 # measures it); they share no question with data/agent_questions.json.
-EXAMPLES = """
-Examples of a first step:
-Question: LangGraph 的 Send API 用来做什么？ -> {"action": "search_docs", "query": "LangGraph Send API"}
-Question: How does Milvus store scalar fields next to vectors? -> {"action": "search_docs", "query": "Milvus scalar fields schema"}
-Question: Who wrote the novel One Hundred Years of Solitude? -> {"action": "web_search", "query": "One Hundred Years of Solitude author"}
-Question: 珠穆朗玛峰有多高？ -> {"action": "web_search", "query": "珠穆朗玛峰 高度"}
-Question: What is 12 + 30? -> {"action": "answer", "answer": "42"}
-Question: 请把“你好”翻译成英文。 -> {"action": "answer", "answer": "Hello"}"""
+EXAMPLES = (
+    "\nExamples of a first step:\n"
+    'Question: LangGraph 的 Send API 用来做什么？ -> {"action": "search_docs", "query": "LangGraph Send API"}\n'
+    'Question: How does Milvus store scalar fields next to vectors? -> {"action": "search_docs", '
+    '"query": "Milvus scalar fields schema"}\n'
+    'Question: Who wrote the novel One Hundred Years of Solitude? -> {"action": "web_search", '
+    '"query": "One Hundred Years of Solitude author"}\n'
+    'Question: 珠穆朗玛峰有多高？ -> {"action": "web_search", "query": "珠穆朗玛峰 高度"}\n'
+    'Question: What is 12 + 30? -> {"action": "answer", "answer": "42"}\n'
+    'Question: 请把“你好”翻译成英文。 -> {"action": "answer", "answer": "Hello"}'
+)
 AGENT_PROMPT = (
     "You answer the user's question. You may search before answering:\n{tools}\n"
     "Never answer a factual question from memory: your memory is often wrong. A question about Milvus, vector "
@@ -92,19 +105,40 @@ def docs_tool(retriever: BaseRetriever, name: str = "search_docs") -> BaseTool:
     )
 
 
-def web_tool(web_search: WebSearch, k: int = 3, name: str = "web_search") -> BaseTool:
-    """The web search as a tool taking one `query`; a failed search is reported to the model, not raised."""
+WEB_TOOL = "web_search"  # the tag of a tool under the web policy: build_agent retries its transient failures
+
+
+def failed_search(error: BaseException) -> str:
+    """What the model reads when the web search failed for good."""
+    return f"The web search failed: {failure_reason(error)}"
+
+
+def web_tool(web_search: WebSearch, k: int = 3, name: str = "web_search", web_timeout: float = WEB_TIMEOUT) -> BaseTool:
+    """The web search as a tool taking one `query`, under the course's web policy (rag_lib.websearch.search_pages):
+    each try gets `web_timeout` seconds; a transient failure is raised for build_agent's retry (`web_retry`), any
+    other failure is reported to the model, not raised."""
 
     def search(query: str) -> tuple[str, list[Document]]:
         try:
-            pages = web_search.search(query, k=k)
-        except (WebSearchError, ValueError) as error:
-            return f"The web search failed: {error}", []
+            pages, _ = search_pages(web_search, query, k, web_timeout)
+        except Exception as error:  # the WebSearch protocol is open: a plugged-in backend may raise anything
+            if is_transient(error):
+                raise
+            return failed_search(error), []
         return format_results(pages), pages
 
     return StructuredTool.from_function(
-        search, name=name, response_format="content_and_artifact",
+        search, name=name, response_format="content_and_artifact", tags=[WEB_TOOL],
         description="Search the web for facts that are not in the course documents.",
+    )
+
+
+def web_retry(tools: Sequence[BaseTool]) -> ToolRetryMiddleware:
+    """LangChain's ToolRetryMiddleware under the web policy, for the tools tagged WEB_TOOL: a transient failure
+    is tried again (WEB_ATTEMPTS tries, WEB_RETRY_DELAY seconds apart) and the last one is reported to the model."""
+    return ToolRetryMiddleware(
+        max_retries=WEB_ATTEMPTS - 1, tools=[t.name for t in tools if WEB_TOOL in (t.tags or [])],
+        retry_on=is_transient, on_failure=failed_search, initial_delay=WEB_RETRY_DELAY, jitter=False,
     )
 
 
@@ -140,6 +174,11 @@ def transcript(system: str, messages: Sequence[BaseMessage], llm: BaseChatModel 
         else:
             out.append(message)
     return out
+
+
+def question_start(messages: Sequence[BaseMessage]) -> int:
+    """Where the last user question is in the messages (-1 when there is none): what follows is the work done for it."""
+    return max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
 
 
 def tool_calls_since_question(messages: Sequence[BaseMessage]) -> int:
@@ -208,6 +247,27 @@ class ToolOrAnswer(AgentMiddleware):
         return next_step(request.model, tools, request.messages, self.max_tool_calls)
 
 
+def conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The messages without the searches made for earlier questions (their tool calls and results): the user's turns
+    and the answers, then the last question and what follows it."""
+    start = max(question_start(messages), 0)
+    earlier = [m for m in messages[:start]
+               if not isinstance(m, ToolMessage) and not (isinstance(m, AIMessage) and m.tool_calls)]
+    return earlier + list(messages[start:])
+
+
+class FreshQuestion(AgentMiddleware):
+    """Starts every run on a thread (a new question) as on a fresh thread: the searches made for earlier questions
+    belong to them and leave the thread (Overwrite: the messages reducer would only add), the conversation stays.
+    So the prompt does not grow with old passages, and a run stopped by the recursion limit leaves no unanswered
+    tool call behind."""
+
+    def before_agent(self, state: dict[str, Any], runtime: Runtime) -> dict[str, Any] | None:
+        """The thread's messages as `conversation` keeps them, when earlier searches are there to drop."""
+        kept = conversation(state["messages"])
+        return {"messages": Overwrite(kept)} if len(kept) < len(state["messages"]) else None
+
+
 def build_agent(
     llm: BaseChatModel,
     tools: Sequence[BaseTool],
@@ -217,10 +277,13 @@ def build_agent(
     checkpointer: BaseCheckpointSaver | None = None,
 ) -> CompiledStateGraph:
     """`create_agent` over `tools`; `constrained` adds ToolOrAnswer (needed by the local model), otherwise the
-    model's native tool calling decides and the system prompt is the same."""
+    model's native tool calling decides and the system prompt is the same. `web_retry` tries the web tools'
+    transient failures again. With a `checkpointer` (a thread_id in config), FreshQuestion starts each question on
+    a thread from the conversation alone."""
     if constrained:
         check_tools(tools)  # fail when the agent is built, not at its first step
-    middleware = [ToolOrAnswer(max_tool_calls)] if constrained else []
+    middleware: list[AgentMiddleware] = [FreshQuestion(), *([ToolOrAnswer(max_tool_calls)] if constrained else [])]
+    middleware.append(web_retry(tools))
     return create_agent(
         llm, list(tools), system_prompt=agent_prompt(tools),
         middleware=middleware, checkpointer=checkpointer,
@@ -229,8 +292,7 @@ def build_agent(
 
 def trajectory(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
     """The (tool name, query) of every tool call after the last user question, in order."""
-    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    return [(c["name"], str(c["args"].get("query", c["args"]))) for m in messages[start + 1:]
+    return [(c["name"], str(c["args"].get("query", c["args"]))) for m in messages[question_start(messages) + 1:]
             if isinstance(m, AIMessage) for c in m.tool_calls]
 
 
@@ -245,7 +307,7 @@ def run_agent(agent: CompiledStateGraph, question: str, *, recursion_limit: int 
         language = question_language([HumanMessage(question)])
         return {"answer": NO_REPLY[language], "tools": [], "documents": [], "messages": [], "stopped": True}
     messages = state["messages"]
-    start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
-    documents = [d for m in messages[start:] if isinstance(m, ToolMessage) for d in (m.artifact or [])]
+    documents = [d for m in messages[question_start(messages):] if isinstance(m, ToolMessage)
+                 for d in (m.artifact or [])]
     return {"answer": str(messages[-1].content), "tools": trajectory(messages), "documents": documents,
             "messages": messages, "stopped": False}

@@ -16,7 +16,7 @@ Parent-child storage: only the children are rows with vectors. Each child row ca
 schema field `parent_id` and the parent's text in the dynamic field `parent_text` (parents are ~4 children long,
 so the copy is cheap at course scale, and no vector is computed for text that is never searched). A retriever
 finds children; `rag_lib.index.parent_documents` swaps them for their parents, one per parent.
-"""
+"""  # noqa: E501  (the table is printed as it is by notebook 02)
 
 from __future__ import annotations
 
@@ -135,7 +135,9 @@ def semantic_split(
     return [piece for a, b in zip(cuts, cuts[1:]) for piece in recursive_split(text[a:b], chunk_size, chunk_overlap)]
 
 
-def parent_child_split(text: str, parent_size: int = 1200, chunk_size: int = 300, chunk_overlap: int = 50) -> list[Chunk]:
+def parent_child_split(
+    text: str, parent_size: int = 1200, chunk_size: int = 300, chunk_overlap: int = 50
+) -> list[Chunk]:
     """Small children to search, each pointing at the larger parent to hand to the model.
 
     Parents are recursive splits of `parent_size` (no overlap); children are recursive splits of each parent.

@@ -51,18 +51,21 @@ def main() -> None:
     """Open the chat model, index data/docs, then answer the quickstart questions."""
     chat = get_chat_model()  # first: a half-configured provider fails now, not after minutes of embedding
     client = connect("rag")
-    embeddings = get_embeddings()
-    report = index_directory(client, DOCS, embeddings)
-    print(f"index: {report.summary()} -> {count_rows(client, DEFAULT_COLLECTION)} chunks in {DEFAULT_COLLECTION}")
-    for path, error in report.errors.items():
-        print(f"  skipped {path}: {error}")
-    retriever = Retriever(client=client, embeddings=embeddings, k=3, min_similarity=default_min_similarity())
-    graph, context = build_rag_graph(), RAGContext(retriever=retriever, llm=chat)
-    for question in quickstart_questions():
-        print(f"\nQ: {question}\nA: ", end="", flush=True)
-        state = stream_answer(graph, question, context=context)
-        print("\nsources:")
-        print_sources(state)
+    try:  # closed however the demo ends, so the database is free for a notebook or the app
+        embeddings = get_embeddings()
+        report = index_directory(client, DOCS, embeddings)
+        print(f"index: {report.summary()} -> {count_rows(client, DEFAULT_COLLECTION)} chunks in {DEFAULT_COLLECTION}")
+        for path, error in report.errors.items():
+            print(f"  skipped {path}: {error}")
+        retriever = Retriever(client=client, embeddings=embeddings, k=3, min_similarity=default_min_similarity())
+        graph, context = build_rag_graph(), RAGContext(retriever=retriever, llm=chat)
+        for question in quickstart_questions():
+            print(f"\nQ: {question}\nA: ", end="", flush=True)
+            state = stream_answer(graph, question, context=context)
+            print("\nsources:")
+            print_sources(state)
+    finally:
+        client.close()
 
 
 if __name__ == "__main__":

@@ -15,11 +15,25 @@ from matplotlib.path import Path
 from matplotlib.textpath import TextPath
 
 GAP, STEP_Y, BOX_H, INK = 0.35, 0.8, 0.34, "#3c5a99"  # inches between boxes, between layers; box height; colour
+HANDLER = "__error_handler__"  # LangGraph's name prefix for a node's error_handler, which it draws with no edges
 
 
 def mermaid(graph: CompiledStateGraph, xray: bool = False) -> Markdown:
     """The graph as a Mermaid diagram in Markdown: JupyterLab (>= 4.1) draws it with no web service."""
     return Markdown(f"```mermaid\n{graph.get_graph(xray=xray).draw_mermaid()}\n```")
+
+
+def drawing(graph: CompiledStateGraph, xray: bool = False) -> Graph:
+    """`graph.get_graph()` with each node's error handler wired in: a dashed "error" edge from the node to its handler,
+    and from the handler to where the node goes on (the course's handlers answer with Command(goto=that node))."""
+    drawn = graph.get_graph(xray=xray)
+    for handler in [n for n in drawn.nodes if n.startswith(HANDLER)]:
+        guarded = handler.removeprefix(HANDLER)
+        onward = [e.target for e in drawn.edges if e.source == guarded]
+        drawn.add_edge(drawn.nodes[guarded], drawn.nodes[handler], "error", conditional=True)
+        for target in onward:
+            drawn.add_edge(drawn.nodes[handler], drawn.nodes[target], conditional=True)
+    return drawn
 
 
 def back_edges(graph: Graph) -> set[tuple[str, str]]:
@@ -83,12 +97,12 @@ def smooth(points: list[tuple[float, float]]) -> Path:
 
 def graph_png(graph: CompiledStateGraph, xray: bool = False) -> Image:
     """The graph drawn with matplotlib as a PNG: offline, and every notebook viewer shows it (Mermaid needs one)."""
-    drawing = graph.get_graph(xray=xray)
-    back = back_edges(drawing)
-    rows, waypoints = layers(drawing, back)
-    label = {n: {START: "start", END: "end"}.get(n, n) for n in drawing.nodes}
-    font = {n: 8 if n in (START, END) else 10 for n in drawing.nodes}
-    width = {n: TextPath((0, 0), label[n], size=font[n]).get_extents().width / 72 + 0.3 for n in drawing.nodes}
+    drawn = drawing(graph, xray)
+    back = back_edges(drawn)
+    rows, waypoints = layers(drawn, back)
+    label = {n: {START: "start", END: "end"}.get(n, n.replace(HANDLER, "on error: ")) for n in drawn.nodes}
+    font = {n: 8 if n in (START, END) else 10 for n in drawn.nodes}
+    width = {n: TextPath((0, 0), label[n], size=font[n]).get_extents().width / 72 + 0.3 for n in drawn.nodes}
     width.update({w: 0.1 for chain in waypoints.values() for w in chain})
     where: dict[str, tuple[float, float]] = {}
     for level, row in enumerate(rows):
@@ -102,7 +116,7 @@ def graph_png(graph: CompiledStateGraph, xray: bool = False) -> Image:
     FigureCanvasAgg(figure)
     axes = figure.add_axes((0, 0, 1, 1), xlim=(x0, x1), ylim=((0.5 - len(rows)) * STEP_Y, 0.5 * STEP_Y))
     axes.set_axis_off()
-    for i, edge in enumerate(drawing.edges):
+    for i, edge in enumerate(drawn.edges):
         (xs, ys), (xt, yt) = where[edge.source], where[edge.target]
         if (edge.source, edge.target) in back:  # out below, up a lane right of every box it passes, in on top
             k = sorted(back).index((edge.source, edge.target))  # its own lane and entry point
@@ -119,7 +133,7 @@ def graph_png(graph: CompiledStateGraph, xray: bool = False) -> Image:
         if edge.data:
             axes.text(*mid, str(edge.data), ha="center", va="center", fontsize=8, color=INK, zorder=3,
                       bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"})
-    for node in drawing.nodes:
+    for node in drawn.nodes:
         (x, y), w = where[node], width[node]
         axes.add_patch(Ellipse((x, y), w, BOX_H, fc="#eeeeee", ec=INK) if node in (START, END) else
                        FancyBboxPatch((x - w / 2, y - BOX_H / 2), w, BOX_H, "round,pad=0,rounding_size=0.08",

@@ -113,7 +113,9 @@ def assemble(parts: list[Path], target: Path, expected_sha256: str, expected_siz
     digest = hashlib.sha256()
     total = expected_size or sum(p.stat().st_size for p in parts)
     with (
-        tempfile.NamedTemporaryFile(dir=target.parent, prefix=target.name + ".", suffix=".partial", delete=False) as out,
+        tempfile.NamedTemporaryFile(
+            dir=target.parent, prefix=target.name + ".", suffix=".partial", delete=False
+        ) as out,
         tqdm(total=total, unit="B", unit_scale=True, desc="assembling model") as bar,
     ):
         partial = Path(out.name)

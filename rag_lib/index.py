@@ -5,8 +5,8 @@ chunker settings, before any parsing or chunking); a changed file replaces its o
 chunks are removed. New rows are written before stale ones are deleted, so an interrupted run never
 loses data, and a file counts as done only when all its `chunk_count` rows are present. A file that cannot be
 read (see `rag_lib.loaders`) is listed in `IndexReport.errors` and keeps whatever was indexed for it before; so is
-a file whose name the index cannot store (not UTF-8, control characters, too long) and a link that leads out of
-the folder (its target would be indexed without anyone choosing it).
+a file whose name the index cannot store (not UTF-8, control characters, too long), a link that leads out of
+the folder (its target would be indexed without anyone choosing it) and a link that leads round in a loop.
 """
 
 from __future__ import annotations
@@ -26,14 +26,23 @@ from tqdm.auto import tqdm
 from rag_lib.chunking import Chunker
 from rag_lib.chunking import recursive_split as split_text
 from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes, read_text
+from rag_lib.models import passage_cache
 from rag_lib.store import (
-    DEFAULT_COLLECTION, PROJECT_ROOT, SOURCE_MAX_LENGTH, count_rows, ensure_collection_for, field_filter, make_row,
+    DEFAULT_COLLECTION,
+    PROJECT_ROOT,
+    SOURCE_MAX_LENGTH,
+    count_rows,
+    ensure_collection_for,
+    field_filter,
+    make_row,
+    query_all,
     seal,
 )
 
 # split_text (the default chunker), read_text and LoadError are re-exported: demo, bench and notebooks import them here.
 __all__ = ["Chunker", "IndexReport", "LoadError", "index_directory", "parent_documents", "read_text", "split_text"]
 EMBED_BATCH = 16
+DELETE_BATCH = 1000  # deleted files whose rows go in one delete call
 
 
 @dataclass
@@ -98,8 +107,14 @@ def check_source(source: str) -> None:
 
 
 def check_inside(path: Path, folder: Path) -> None:
-    """Raise LoadError for a link that leads out of `folder` (to /etc/passwd, another project, a linked folder)."""
-    if not path.resolve().is_relative_to(folder.resolve()):
+    """Raise LoadError for a link that leads out of `folder` (to /etc/passwd, another project, a linked folder) or
+    round in a loop (a link to itself, two links to each other)."""
+    try:
+        target = path.resolve()
+    except (RuntimeError, OSError):  # a symlink loop: RuntimeError on Python 3.11, OSError on later versions
+        raise LoadError(f"{path.name}: a link that leads back to itself (a symlink loop): remove it or point it at a "
+                        "file") from None
+    if not target.is_relative_to(folder.resolve()):
         raise LoadError(f"{path.name}: points outside {folder}: copy the file in instead")
 
 
@@ -127,9 +142,7 @@ def chunk_rows(
 
 def indexed_files(client: MilvusClient, collection: str) -> dict[str, tuple[str, int]]:
     """source -> (file_hash, chunk_count) of every file present in the collection (read from its chunk 0)."""
-    rows = client.query(
-        collection, filter="chunk_index == 0", output_fields=["source", "file_hash", "chunk_count"], limit=16384
-    )
+    rows = query_all(client, collection, "chunk_index == 0", ["source", "file_hash", "chunk_count"])
     return {r["source"]: (r["file_hash"], r["chunk_count"]) for r in rows}
 
 
@@ -142,10 +155,11 @@ def is_complete(client: MilvusClient, collection: str, source: str, version: str
 
 
 def embed_rows(rows: list[dict], embeddings: Embeddings, progress: tqdm | None = None) -> None:
-    """Add the `dense` vector to each row, in batches."""
+    """Add the `dense` vector to each row, in batches, through the passage cache when `embeddings` keep one."""
+    passages = passage_cache(embeddings)
     for start in range(0, len(rows), EMBED_BATCH):
         batch = rows[start : start + EMBED_BATCH]
-        for row, vector in zip(batch, embeddings.embed_documents([r["text"] for r in batch])):
+        for row, vector in zip(batch, passages.embed_documents([r["text"] for r in batch])):
             row["dense"] = vector
         if progress is not None:
             progress.update(len(batch))
@@ -229,24 +243,26 @@ def index_directory(
 
     prefix = source_name(folder.resolve()).rstrip("/") + "/"
     present = {source_name(p) for p in files}
-    for source in sorted(known):
-        if source.startswith(prefix) and source not in present:
-            client.delete(collection, filter=field_filter("source", source))
-            report.removed.append(source)
+    report.removed = [s for s in sorted(known) if s.startswith(prefix) and s not in present]
+    for start in range(0, len(report.removed), DELETE_BATCH):
+        client.delete(collection, filter=field_filter("source", report.removed[start : start + DELETE_BATCH]))
     if report.indexed or report.removed:
         seal(client, collection)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def parent_documents(client: MilvusClient, documents: list[Document], collection: str = DEFAULT_COLLECTION) -> list[Document]:
+def parent_documents(
+    client: MilvusClient, documents: list[Document], collection: str = DEFAULT_COLLECTION
+) -> list[Document]:
     """Swap retrieved child chunks for their parents (parent-child chunking), one per parent, in rank order.
 
     The parent text is read from the children's `parent_text` field; a chunk without a parent is kept as it is.
     The parent Document keeps the best child's metadata and its text as `child_text`.
     """
     ids = [d.id for d in documents]
-    stored = {r["id"]: r for r in client.get(collection, ids=ids, output_fields=["parent_id", "parent_text"])} if ids else {}
+    stored = ({r["id"]: r for r in client.get(collection, ids=ids, output_fields=["parent_id", "parent_text"])}
+              if ids else {})
     parents: list[Document] = []
     seen: set[str] = set()
     for doc in documents:

@@ -11,6 +11,7 @@ what the request says (`chosen_options`), and a few rules correct the model's ac
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -20,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from rag_lib.models import MAX_QUERY_CHARS, StructuredOutputError, cap_query, structured_output
-from rag_lib.text import split_sentences
+from rag_lib.text import CJK_CHARS, split_sentences
 
 Action = Literal["save", "retrieve", "save_then_retrieve", "unknown"]
 
@@ -59,7 +60,8 @@ HELP = {
         "我可以保存你的文档，并根据文档回答问题、注明来源。\n"
         "- **保存**：上传 .md、.txt 或 .pdf 文件，或输入「请保存：……」；可指定切分方法（semantic、fixed、recursive、"
         "markdown）和长度，例如「按 200 字固定切分」。\n"
-        "- **提问**：直接提问；写出文件名（如 policy.md）只在该文件中检索；可要求 HyDE、BM25（关键词）、向量或混合检索。\n"
+        "- **提问**：直接提问；写出文件名（如 policy.md）只在该文件中检索；"
+        "可要求 HyDE、BM25（关键词）、向量或混合检索。\n"
         "- **先存后问**：「记住：VPN 服务器是 vpn2。我们用哪个 VPN 服务器？」\n"
         "当前已索引 {count} 个文件。"
     ),
@@ -72,7 +74,8 @@ _COMMAND = re.compile(
 )
 _CHUNKING = [
     re.compile(r"\b(semantic|fixed|recursive|markdown)\b[\s-]*(?:size[\s-]*)?chunk", re.IGNORECASE),
-    re.compile(r"\bchunk\w*\s+(?:it\s+|them\s+)?(?:by|with|using)\s+(semantic|fixed|recursive|markdown)\b", re.IGNORECASE),
+    re.compile(r"\bchunk\w*\s+(?:it\s+|them\s+)?(?:by|with|using)\s+(semantic|fixed|recursive|markdown)\b",
+               re.IGNORECASE),
     re.compile(r"(语义|固定|递归|标题|markdown)\s*(?:长度)?\s*(?:切分|分块|切块)", re.IGNORECASE),
 ]
 _CHUNKING_ZH = {"语义": "semantic", "固定": "fixed", "递归": "recursive", "标题": "markdown"}
@@ -83,7 +86,8 @@ _CHUNK_SIZE = [
 ]
 # "Using BM25 with rerank, how ...?" -> "how ...?": the strategy words would only add noise to the search
 _STRATEGY_CLAUSE = re.compile(
-    r"^\s*(?:please\s+)?(?:(?:using|use|with|via|by)\s|请?用|使用|通过)[^,:;，：；?？]{0,60}[,:;，：；]\s*", re.IGNORECASE
+    r"^\s*(?:please\s+)?(?:(?:using|use|with|via|by)\s|请?用|使用|通过)[^,:;，：；?？]{0,60}[,:;，：；]\s*",
+    re.IGNORECASE,
 )
 _RETRIEVAL = [
     ("hyde", re.compile(r"\bhyde\b", re.IGNORECASE)),
@@ -130,9 +134,26 @@ def parse_options(request: str, indexed_sources: list[str] = ()) -> Options:
     chunking = _CHUNKING_ZH.get(chunking, chunking)
     size = next((int(m.group(1)) for p in _CHUNK_SIZE if (m := p.search(request))), None)
     retrieval = next((name for name, p in _RETRIEVAL if p.search(request)), None)
+    return Options(chunking, size, retrieval, named_files(request, indexed_sources))
+
+
+def named_files(request: str, sources: Iterable[str]) -> tuple[str, ...]:
+    """The sources whose file name the request spells out whole, case-blind: `a.md` is not named by "data.md" or
+    "a.md.bak", nor by "旧a.md" when that is a source too; "在 a.md 里", "(a.md)" and "a.md?" name it."""
     lowered = request.lower()
-    files = tuple(s for s in indexed_sources if Path(s).name.lower() in lowered)
-    return Options(chunking, size, retrieval, files)
+    found = {s: [m.span() for m in re.finditer(_whole_name(Path(s).name.lower()), lowered)] for s in sources}
+    spans = {span for spans in found.values() for span in spans}
+
+    def inside_longer(span: tuple[int, int]) -> bool:
+        return any(o[0] <= span[0] and span[1] <= o[1] and o != span for o in spans)
+
+    return tuple(s for s, spans in found.items() if any(not inside_longer(span) for span in spans))
+
+
+def _whole_name(name: str) -> str:
+    """A pattern for `name` not inside a longer word: no letter, digit, `_`, `-` or `.` next to it (CJK characters
+    may be, since Chinese has no spaces), nor an extension after it."""
+    return rf"(?<![^\W{CJK_CHARS}])(?<![.\-]){re.escape(name)}(?![^\W{CJK_CHARS}]|-|\.[^\W{CJK_CHARS}])"
 
 
 def chosen_options(

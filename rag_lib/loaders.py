@@ -240,10 +240,14 @@ def make_pdf(lines: list[str], title: str = "") -> bytes:
         NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
         NameObject("/BaseFont"): NameObject("/Helvetica"),
     })
-    page[NameObject("/Resources")] = DictionaryObject({NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+    page[NameObject("/Resources")] = DictionaryObject(
+        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+    )
     escaped = (line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines)
     content = DecodedStreamObject()
-    content.set_data(("BT /F1 11 Tf 14 TL 72 720 Td " + " ".join(f"({line}) Tj T*" for line in escaped) + " ET").encode("latin-1"))
+    content.set_data(
+        ("BT /F1 11 Tf 14 TL 72 720 Td " + " ".join(f"({line}) Tj T*" for line in escaped) + " ET").encode("latin-1")
+    )
     page.replace_contents(content)
     if title:
         writer.add_metadata({"/Title": title})

@@ -7,6 +7,8 @@
 - `grounded`: most words of an LLM's answer are in the passage and one of them is not in the question: the
   answer brings a fact from the passage.
 - `drawn_from`: an LLM-written answer shares most of its character pairs with its source text.
+- `supported`: every number of a generated answer, and most of its content words, occur in the passages it cites:
+  a cheap check that the answer was not made up (a sentence cannot be checked as a copy can).
 
 `normalized_tokens` and `scoring_scheme` are the normalisation the answer metrics (`rag_lib.evaluation`) use:
 when either text holds a CJK character, the CMRC 2018 script's (its punctuation list dropped, one token per CJK
@@ -16,7 +18,7 @@ character, one per run of other letters and digits), otherwise SQuAD v1.1's (art
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rag_lib.text import CJK_CHARS, has_cjk, tokenize
 
@@ -30,6 +32,10 @@ _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 CLAUSE_MARK = re.compile(r"[，。；！？\n]|[,.;!?](?=\s|$)")  # where a clause ends (see `clause_holding`)
 DRAWN_MIN_PAIRS = 0.7  # share of an answer's character pairs that must occur in its source (see `drawn_from`)
 DRAWN_SHORT_CHARS = 12  # an answer this short (spaces left out) must occur whole: a few pairs occur anywhere
+SUPPORT_MIN_WORDS = 0.6  # share of a generated answer's content words that must occur in its cited passages
+CITATION = re.compile(r"\s*\[(\d+(?:\s*[,，]\s*\d+)*)\]")  # [2] or [1, 3]: passages cited by number
+_NUMBER = re.compile(r"[a-z0-9]*\d[a-z0-9]*(?:[.,:]\d[a-z0-9]*)*", re.IGNORECASE)  # 19530, 7:00, 1.5b, e5, 2m3t
+_LIST_MARK = re.compile(r"^\s*\d+(?:[.)]\s+|、)", re.MULTILINE)  # "1. " or "2、" opening a line: not a number
 
 
 def scoring_scheme(*texts: str) -> str:
@@ -115,3 +121,40 @@ def drawn_from(answer: str, text: str) -> bool:
         return tokens_occur_in(answer, text)
     wanted = pairs(squeeze(answer))
     return len(wanted & pairs(squeeze(text))) / len(wanted) >= DRAWN_MIN_PAIRS
+
+
+def same_word(a: str, b: str) -> bool:
+    """Equal, or one the start of the other when both have 4+ characters ("listen" / "listens"): a crude stem."""
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+
+
+def cited_passages(answer: str, passages: Sequence[str]) -> list[str]:
+    """The passages an answer cites as [n] or [n, m] (numbered from 1; a number with no passage cites nothing), all
+    of them when it cites none."""
+    numbers = {int(n) for group in CITATION.findall(answer) for n in re.split(r"[,，]", group)}
+    return [text for n, text in enumerate(passages, 1) if n in numbers] if numbers else list(passages)
+
+
+def support(answer: str, passages: Sequence[str], also: Sequence[str] = ()) -> tuple[list[str], float]:
+    """(the answer's numbers missing from the passages it cites and the texts `also` (e.g. what the user said, which
+    backs an answer whatever it cites), the share of its other content words found in them). Numbers are runs of
+    digits with the letters glued to them ("7:00", "1.5b", "e5", "2M3T"), found as `occurs_in` finds them; words are
+    `tokenize`'s (jieba for Chinese, stopwords dropped), found inside the text or, for a word in Latin letters, as a
+    `same_word` of a passage word ("opens" / "open"). An answer with no content word scores 1.0."""
+    text = "\n".join([*cited_passages(answer, passages), *also])
+    answer = _LIST_MARK.sub("", CITATION.sub(" ", answer))
+    numbers = list(dict.fromkeys(_NUMBER.findall(answer)))
+    missing = [number for number in numbers if not occurs_in(number, text)]
+    words = {w for w in tokenize(answer) if any(ch.isalpha() for ch in w) and not any(ch.isdigit() for ch in w)}
+    latin = {w for w in tokenize(text) if w.isascii()}
+    found = {w for w in words if occurs_in(w, text) or (w.isascii() and any(same_word(w, p) for p in latin))}
+    return missing, len(found) / len(words) if words else 1.0
+
+
+def supported(answer: str, passages: Sequence[str], also: Sequence[str] = ()) -> bool:
+    """Whether a generated answer is backed by the passages it cites ([n] markers; every passage when it cites
+    none) and the texts `also`: all its numbers occur in them and at least SUPPORT_MIN_WORDS of its content words
+    do (`support`). A small model fills a gap with a plausible sentence ("the cafeteria opens at 7:00 AM" from a
+    passage about Milvus)."""
+    missing, share = support(answer, passages, also)
+    return not missing and share >= SUPPORT_MIN_WORDS

@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_community.chat_models import ChatLlamaCpp
 from langchain_core.embeddings import Embeddings
 from langchain_core.exceptions import OutputParserException
@@ -540,11 +541,39 @@ def raw_embeddings() -> Embeddings:
     return E5Embeddings()
 
 
+class PassageCacheEmbeddings(CacheBackedEmbeddings):
+    """CacheBackedEmbeddings whose store only the indexer fills: `embed_documents` reads the vectors it finds there
+    (a reranked candidate that is an indexed chunk) and computes the others without storing them (HyDE passages, the
+    sentences semantic chunking compares); `passage_cache(...)`, which the indexer embeds chunks with, also stores.
+    So the cache grows with the corpus, never with the questions asked."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = self.document_embedding_store.mget(texts)
+        missing = [i for i, vector in enumerate(vectors) if vector is None]
+        computed = self.underlying_embeddings.embed_documents([texts[i] for i in missing]) if missing else []
+        for i, vector in zip(missing, computed):
+            vectors[i] = vector
+        return vectors
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await Embeddings.aembed_documents(self, texts)  # embed_documents in a worker thread: never stores
+
+
+def passage_cache(embeddings: Embeddings) -> Embeddings:
+    """What to embed corpus passages (chunks being indexed) with: `embeddings` reading and filling its passage cache
+    when it keeps one (`get_embeddings`), else `embeddings` itself. A LangChain vector store given it caches too."""
+    if isinstance(embeddings, PassageCacheEmbeddings):
+        return CacheBackedEmbeddings(
+            embeddings.underlying_embeddings, embeddings.document_embedding_store, batch_size=embeddings.batch_size
+        )
+    return embeddings
+
+
 @lru_cache(maxsize=1)
 def get_embeddings() -> Embeddings:
-    """The course's embeddings with passage vectors cached on disk (RAG_CACHE_DIR/embeddings), so every
-    notebook that indexes data/ after the first one skips the slow part. Queries are not cached."""
-    from langchain_classic.embeddings import CacheBackedEmbeddings
+    """The course's embeddings with the vectors of indexed passages cached on disk (RAG_CACHE_DIR/embeddings):
+    `rag_lib.index` and `rag_lib.uploads` embed chunks through `passage_cache`, so every notebook that indexes data/
+    after the first one skips the slow part. Queries and every other text are computed, not stored."""
     from langchain_classic.storage import LocalFileStore
 
     provider = embedding_settings()
@@ -554,7 +583,7 @@ def get_embeddings() -> Embeddings:
         tag += hashlib.sha256(provider.passage_prefix.encode()).hexdigest()[:8] + "-"
     namespace = re.sub(r"[^A-Za-z0-9_.-]", "_", tag)  # file-name safe
     # batch_size: vectors are written every 64 texts, so an interrupted run keeps what it computed
-    return CacheBackedEmbeddings.from_bytes_store(
+    return PassageCacheEmbeddings.from_bytes_store(
         raw_embeddings(), store, batch_size=64, namespace=namespace, key_encoder="sha256"
     )
 
@@ -562,9 +591,9 @@ def get_embeddings() -> Embeddings:
 def with_query_cache(embeddings: Embeddings) -> Embeddings:
     """The same embeddings that also remember query vectors (in memory), for code that searches one question
     several times, in several fields or collections; passage vectors keep the cache they had (get_embeddings)."""
-    from langchain_classic.embeddings import CacheBackedEmbeddings
     from langchain_core.stores import InMemoryStore
 
     model = getattr(embeddings, "underlying_embeddings", embeddings)
     passages = getattr(embeddings, "document_embedding_store", None) or InMemoryStore()
-    return CacheBackedEmbeddings(model, passages, query_embedding_store=InMemoryStore())
+    kind = PassageCacheEmbeddings if isinstance(embeddings, PassageCacheEmbeddings) else CacheBackedEmbeddings
+    return kind(model, passages, query_embedding_store=InMemoryStore())

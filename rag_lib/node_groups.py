@@ -53,7 +53,8 @@ MAX_CHARS = 3200  # every data/docs file fits; longer texts are cut (prompt proc
 # Text first, instructions after, in the text's language: the 1.5B model then answers in that language
 # (an English instruction before a Chinese text gave English rows, and "summary: 1-2 sentences" was copied).
 PROMPTS = {
-    "zh": "{text}\n\n请为上面的文本建立检索索引，全部用中文填写：summary 用自己的话写一句话的摘要；keywords 列出最多 6 个关键词；"
+    "zh": "{text}\n\n请为上面的文本建立检索索引，全部用中文填写：summary 用自己的话写一句话的摘要；"
+    "keywords 列出最多 6 个关键词；"
     "qa_pairs 写 3 个文本能回答的具体问题，每个配一个从文本中摘出的简短答案。",
     "en": "{text}\n\nIndex the text above for search, in English: summary = what it is about, in one sentence "
     "of your own; "
@@ -217,11 +218,14 @@ def document_rows(groups: dict[str, Any]) -> list[dict]:
     """Rows for every document-level group of a precomputed file, QA pairs checked against the document."""
     return [
         row for source, entry in groups["documents"].items()
-        for row in group_rows(entry, source, document_id(source), "document", text=load_file(PROJECT_ROOT / source).text)
+        for row in group_rows(entry, source, document_id(source), "document",
+                              text=load_file(PROJECT_ROOT / source).text)
     ]
 
 
-def index_groups(client: MilvusClient, embeddings: Embeddings, rows: list[dict], collection: str = GROUP_COLLECTION) -> int:
+def index_groups(
+    client: MilvusClient, embeddings: Embeddings, rows: list[dict], collection: str = GROUP_COLLECTION
+) -> int:
     """Embed the rows as passages and upsert them into the node-group collection; returns the row count."""
     if not rows:
         return 0
@@ -266,7 +270,8 @@ class NodeGroupSearch:
         self, client: MilvusClient, embeddings: Embeddings, chunk_collection: str, collection: str = GROUP_COLLECTION,
         k: int = 4, candidates: int = 12,
     ) -> None:
-        self.client, self.embeddings, self.chunk_collection, self.collection = client, embeddings, chunk_collection, collection
+        self.client, self.embeddings = client, embeddings
+        self.chunk_collection, self.collection = chunk_collection, collection
         self.k, self.candidates = k, candidates  # several rows of one document often rank together: fetch more
         client.load_collection(collection)
 

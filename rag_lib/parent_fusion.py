@@ -32,7 +32,9 @@ class ManySearch(Protocol):
 class ParentScores(Protocol):
     """What `complete=True` also needs: `rag_lib.retriever.Retriever.best_per_parent` and `lowest_score`."""
 
-    def best_per_parent(self, queries: list[str], parents: list[list[str]], parent_key: str) -> list[dict[str, float]]: ...
+    def best_per_parent(
+        self, queries: list[str], parents: list[list[str]], parent_key: str
+    ) -> list[dict[str, float]]: ...
 
     def lowest_score(self, queries: list[str]) -> list[float]: ...
 
@@ -69,8 +71,9 @@ class ParentFusionRetriever(BaseRetriever):
             raise RetrieverConfigError(f"k={self.k}: k is how many parents to return; give k >= 1.")
         partial = [s.name for s in self.signals if not isinstance(s.retriever, ParentScores)]
         if self.complete and partial:
-            raise RetrieverConfigError(f"complete=True needs best_per_parent and lowest_score on every signal; {partial} lack them: "
-                                       "use rag_lib.retriever.Retriever searches, or complete=False.")
+            raise RetrieverConfigError(f"complete=True needs best_per_parent and lowest_score on every signal; "
+                                       f"{partial} lack them: use rag_lib.retriever.Retriever searches, "
+                                       "or complete=False.")
 
     def parent_of(self, document: Document) -> str:
         """The parent id of a hit; a hit without one is an indexing mistake, named here."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import httpx
 import numpy as np
@@ -30,7 +30,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from rag_lib.models import StructuredOutputError, get_chat_model, get_embeddings, structured_output
 from rag_lib.settings import ConfigError, settings
@@ -161,17 +161,32 @@ class CrossEncoderReranker(BaseReranker):
 
 class HttpReranker(BaseReranker):
     """A hosted rerank endpoint in the common shape (Jina /v1/rerank, Cohere /v2/rerank, DashScope
-    compatible-api /v1/reranks, vLLM/TEI): POST {model, query, documents, top_n} -> results[index, relevance_score]."""
+    compatible-api /v1/reranks, vLLM/TEI): POST {model, query, documents, top_n} -> results[index, relevance_score].
+    It keeps an HTTP connection pool open: `close()` it when done, or use it in a `with` block. A `client` passed in
+    belongs to the caller and is left open."""
 
     url: str
     model: str
     api_key: str | None = Field(None, repr=False)
     client: httpx.Client
+    _owns_client: bool = PrivateAttr(default=False)
 
     def __init__(
         self, url: str, model: str, api_key: str | None = None, client: httpx.Client | None = None, **kwargs: Any
     ) -> None:
         super().__init__(url=url, model=model, api_key=api_key, client=client or httpx.Client(timeout=30.0), **kwargs)
+        self._owns_client = client is None
+
+    def close(self) -> None:
+        """Close the HTTP client this reranker made (one passed in is left to its owner)."""
+        if self._owns_client:
+            self.client.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def request_body(self, query: str, documents: list[Document], top_k: int) -> dict[str, Any]:
         """The JSON sent to the endpoint."""

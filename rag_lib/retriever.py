@@ -29,7 +29,8 @@ from pymilvus.exceptions import MilvusException
 
 from rag_lib.models import embed_queries
 from rag_lib.rerank import Reranker
-from rag_lib.store import DEFAULT_COLLECTION, DENSE_SEARCH_PARAMS, METADATA_FIELDS, SPARSE_SEARCH_PARAMS
+from rag_lib.store import DEFAULT_COLLECTION, DENSE_SEARCH_PARAMS, METADATA_FIELDS, SPARSE_SEARCH_PARAMS, query_all
+from rag_lib.text import check_query
 
 DEFAULT_FIELDS = {"dense": ["dense"], "sparse": ["sparse"], "hybrid": ["dense", "sparse"]}
 DEFAULT_SEARCH_PARAMS = {"dense": DENSE_SEARCH_PARAMS, "sparse": SPARSE_SEARCH_PARAMS}
@@ -266,13 +267,19 @@ class Retriever(BaseRetriever):
 
     def _query_vectors(self, queries: list[str]) -> dict[str, list[list[float]]]:
         """Query embeddings per searched dense field (field_embeddings' model, else `embeddings`), and under
-        SIMILARITY_FIELD the `embeddings` ones, which every hit's similarity is computed with."""
+        SIMILARITY_FIELD the `embeddings` ones, which every hit's similarity is computed with. Every search starts
+        here: each query is checked first (`check_query`), so a bad one is refused before anything is searched."""
+        if not queries:
+            raise ValueError("no query: pass at least one question")
+        for query in queries:
+            check_query(query)
         main = embed_queries(self.embeddings, queries)
         vectors = {f: embed_queries(model, queries) for f, model in self.field_embeddings.items()}
         return {f: vectors.get(f, main) for f in self._fields if f not in self._text_fields} | {SIMILARITY_FIELD: main}
 
     def _data(self, field: str, queries: list[str], vectors: dict[str, list[list[float]]]) -> list:
-        """What a field is queried with: the texts for BM25 (Milvus analyses them), else that field's query embeddings."""
+        """What a field is queried with: the texts for BM25 (Milvus analyses them), else that field's query
+        embeddings."""
         return list(queries) if field in self._text_fields else list(vectors[field])
 
     def _hits(self, results: list[dict], text_field: bool = False) -> list[dict]:
@@ -282,7 +289,9 @@ class Retriever(BaseRetriever):
             for h in results
         ]
 
-    def _search(self, field: str, queries: list[str], vectors: dict[str, list[list[float]]], limit: int) -> list[list[dict]]:
+    def _search(
+        self, field: str, queries: list[str], vectors: dict[str, list[list[float]]], limit: int
+    ) -> list[list[dict]]:
         """One field, pymilvus `search`, all queries in one call; one hit list per query."""
         results = self.client.search(
             self.collection, data=self._data(field, queries, vectors), anns_field=field,
@@ -342,8 +351,6 @@ class Retriever(BaseRetriever):
         """`invoke` for several queries with one Milvus call per field, one Document list per query: Milvus Lite
         has a fixed cost per call, so a batch costs less per question than one call each (bench retrieval compares
         both). LangChain's `batch` would still make one call per query."""
-        if not queries or any(not q.strip() for q in queries):
-            raise ValueError("empty query: ask a question with some words in it (and pass at least one)")
         vectors = self._query_vectors(queries)
         limit = self.candidates if self.ranker == "model" else self.k
         if len(self._fields) == 1:
@@ -394,7 +401,9 @@ class Retriever(BaseRetriever):
             return [0.0] * len(queries)
         metric = self._params[field].get("metric_type")
         if metric not in ("COSINE", "IP"):
-            raise RetrieverConfigError(f"lowest_score negates the query, which needs COSINE or IP; {field!r} uses {metric}.")
+            raise RetrieverConfigError(
+                f"lowest_score negates the query, which needs COSINE or IP; {field!r} uses {metric}."
+            )
         negated = [[-x for x in vector] for vector in self._query_vectors(queries)[field]]
         results = self.client.search(self.collection, data=negated, anns_field=field, limit=1,
                                      search_params=self._params[field], filter=self.filter)
@@ -404,8 +413,10 @@ class Retriever(BaseRetriever):
         """Each parent's best cosine between `vector` and its rows' `field` vectors (the rows `restrict` selects)."""
         metric = self._params[field].get("metric_type")
         if metric != "COSINE":
-            raise RetrieverConfigError(f"best_per_parent scores dense fields by cosine; {field!r} is searched by {metric}.")
-        rows = self.client.query(self.collection, filter=restrict, output_fields=[field, parent_key], limit=16384)
+            raise RetrieverConfigError(
+                f"best_per_parent scores dense fields by cosine; {field!r} is searched by {metric}."
+            )
+        rows = query_all(self.client, self.collection, restrict, [field, parent_key])
         if not rows:
             return {}
         matrix, query = np.asarray([r[field] for r in rows], dtype=np.float32), np.asarray(vector, dtype=np.float32)

@@ -2,7 +2,8 @@
 
 `MILVUS_URI` picks a server (e.g. http://localhost:19530, with MILVUS_TOKEN) for the whole course; without
 it each notebook gets its own embedded Milvus Lite database under `<project>/.milvus/`, so two open
-notebooks never fight over Lite's single-process lock. On a server, `connect(name)` keeps the same separation
+notebooks never fight over Lite's single-process lock, and closing a client frees its database for another process
+(`LiteClient`). On a server, `connect(name)` keeps the same separation
 with one Milvus database per name (`database_name`: "00_quickstart" -> "nb_00_quickstart", created when missing),
 so a notebook that drops and rebuilds its collections never touches another notebook's or the app's data;
 `milvus_uri(name)` names it for other clients (LangChain): http://localhost:19530/nb_00_quickstart.
@@ -15,8 +16,11 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
+import os
 import re
 import weakref
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,12 +54,17 @@ JIEBA_ANALYZER_PARAMS = {"tokenizer": "jieba", "filter": ["lowercase"]}
 FILTER_ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"})
 METADATA_FIELDS = ("source", "file_hash", "chunk_index", "chunk_count", "parent_id", "language", "title")
 SOURCE_MAX_LENGTH = 1024  # characters of a file's name in the index (the `source` field)
-# The Lite database each open client from `connect` uses, so `close` knows when the last one is gone.
-_LITE_CLIENTS: weakref.WeakKeyDictionary[MilvusClient, str] = weakref.WeakKeyDictionary()
+QUERY_PAGE = 16384  # rows per request of `query_all`: the most pymilvus' query_iterator takes (fewest round trips)
+# Open LiteClients per database folder, so the last one closed (or garbage-collected) stops its embedded server.
+_OPEN_LITE: Counter[str] = Counter()
 
 
 class MilvusLockedError(RuntimeError):
     """Another process holds this Milvus Lite database open (Lite serves one process at a time)."""
+
+
+class MilvusPathError(RuntimeError):
+    """The Milvus Lite database path is a file, not the folder Lite keeps a database in."""
 
 
 class MilvusVersionError(RuntimeError):
@@ -114,7 +123,8 @@ def server_client(uri: str, token: str, db_name: str) -> MilvusClient:
 
 def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
     """Open a MilvusClient: Lite `.milvus/<name>.db`, or database `database_name(name)` on the MILVUS_URI server;
-    an explicit `uri` is opened as it is. A Lite database locked by another process gets a clear error."""
+    an explicit `uri` is opened as it is. A Lite database is a `LiteClient` (its `close()` frees the database for
+    other processes); one locked by another process, or a path that is a file, gets a clear error."""
     token = settings().MILVUS_TOKEN
     if uri is None and server_uri():
         return server_client(server_uri(), token, database_name(name))
@@ -122,9 +132,9 @@ def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
     is_local = "://" not in uri
     quiet_jieba()  # Lite tokenises in-process with jieba, which logs its dictionary loading to stderr
     if is_local:
-        Path(uri).parent.mkdir(parents=True, exist_ok=True)
+        check_lite_path(Path(uri))
     try:
-        client = MilvusClient(uri=uri, token=token)
+        return LiteClient(uri, token) if is_local else MilvusClient(uri=uri, token=token)
     except ConnectionConfigException as error:
         if is_local and _lock_is_held(Path(uri)):
             raise MilvusLockedError(
@@ -133,28 +143,53 @@ def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
                 "processes can share (docker compose up -d; MILVUS_URI=http://localhost:19530)."
             ) from error
         raise
-    if is_local:
-        _LITE_CLIENTS[client] = uri
-    return client
 
 
-def close(client: MilvusClient) -> None:
-    """Close a client; on Milvus Lite, once the last client from `connect` on that database is closed, also stop
-    its embedded server, so another process can open the database (other clients of this process on it, such as
-    a LangChain store, stop working too)."""
-    path = _LITE_CLIENTS.pop(client, None)
-    client.close()
-    if path is not None and path not in _LITE_CLIENTS.values():
-        release_lite(path)
+def check_lite_path(path: Path) -> None:
+    """Create the folder that holds a Lite database; refuse a database path that is a file (MilvusPathError)."""
+    if path.exists() and not path.is_dir():
+        raise MilvusPathError(
+            f"{path} is a file, but Milvus Lite keeps a database in a folder of that name (a single .db file comes "
+            "from an older milvus-lite and cannot be opened by this one): move or delete that file, or pass "
+            "another path, e.g. rag_lib.store.connect(uri='.milvus/new.db')."
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
 
 
-def release_lite(path: str) -> None:
-    """Stop Milvus Lite's embedded server for the database at `path`, which frees its lock."""
+class LiteClient(MilvusClient):
+    """A MilvusClient on a Milvus Lite database that frees the database when it is closed or garbage-collected, once
+    no other client from `connect` in this process uses it, so another process can open it (other clients of this
+    process on it, such as a LangChain store, stop working then too)."""
+
+    def __init__(self, uri: str, token: str = "") -> None:
+        super().__init__(uri=uri, token=token)
+        path = os.path.abspath(uri)
+        _OPEN_LITE[path] += 1
+        self._release = weakref.finalize(self, _forget_lite, path)
+        self._release.atexit = False  # at exit Milvus Lite stops its servers itself
+
+    def close(self) -> None:
+        """Close the connection; the last client of this database also stops its embedded server."""
+        super().close()
+        self._release()  # runs once: a second close, or garbage collection later, does nothing
+
+
+def _forget_lite(path: str) -> None:
+    """One LiteClient of the database at `path` is gone; with the last one, its embedded server is stopped."""
+    _OPEN_LITE[path] -= 1
+    if _OPEN_LITE[path] > 0:
+        return
+    del _OPEN_LITE[path]
     # Milvus Lite 3.2.2 bug: MilvusClient.close() leaves the in-process server, and the database's LOCK, held
     # until the process exits. Its server manager's release_server (public, not in its README) stops it.
     from milvus_lite.server_manager import server_manager_instance
 
     server_manager_instance.release_server(path)
+
+
+def close(client: MilvusClient) -> None:
+    """Close a client: one from `connect` on Milvus Lite also frees its database (`LiteClient.close`)."""
+    client.close()
 
 
 @contextmanager
@@ -191,7 +226,8 @@ def build_schema(
     schema.add_field("language", DataType.VARCHAR, max_length=8)
     schema.add_field("title", DataType.VARCHAR, max_length=512)
     schema.add_function(
-        Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"])
+        Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"],
+                 output_field_names=["sparse"])
     )
     return schema
 
@@ -204,7 +240,8 @@ def build_index_params(client: MilvusClient, extra_dense: Iterable[str] = ()) ->
     # defaults used; nested one level deeper they are honoured. Servers accept this form too.
     for name in ("dense", *extra_dense):
         index_params.add_index(name, index_type="HNSW", metric_type="COSINE", params={"params": HNSW_BUILD})
-    index_params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25", params={"drop_ratio_build": 0.0})
+    index_params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
+                           params={"drop_ratio_build": 0.0})
     return index_params
 
 
@@ -272,6 +309,15 @@ def ensure_collection(
     return name
 
 
+def load_if_exists(client: MilvusClient, name: str = DEFAULT_COLLECTION) -> bool:
+    """Whether collection `name` exists; loaded when it does, so it can be read (a reopened Lite database has its
+    collections released)."""
+    if not client.has_collection(name):
+        return False
+    client.load_collection(name)
+    return True
+
+
 def seal(client: MilvusClient, name: str = DEFAULT_COLLECTION) -> None:
     """Flush the rows just written into a sealed segment (call once after a bulk write, not per row).
     Milvus Lite searches unflushed rows by rebuilding their BM25 index on every query, and scores each segment
@@ -295,6 +341,29 @@ def count_rows(client: MilvusClient, name: str = DEFAULT_COLLECTION, filter: str
     """Number of entities matching `filter` (all when empty)."""
     result = client.query(name, filter=filter, output_fields=["count(*)"])
     return int(result[0]["count(*)"])
+
+
+# Milvus Lite 3.2.2 gap: its query replies carry no session timestamp (mvccTs), so pymilvus' query_iterator logs
+# "failed to get mvccTs from milvus server, use client-side ts instead" on every call; the client-side timestamp is
+# right for Lite's single process. Only that warning is dropped.
+logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(
+    lambda record: not record.getMessage().startswith("failed to get mvccTs")
+)
+
+
+def query_all(
+    client: MilvusClient, collection: str, filter: str = "", output_fields: Iterable[str] = ()
+) -> list[dict[str, Any]]:
+    """Every row matching `filter` (all when empty), read in pages with pymilvus' `query_iterator`: one `query`
+    returns at most 16,384 rows (its `limit`), so a plain query would silently miss the rest of a large collection."""
+    pages = client.query_iterator(collection, batch_size=QUERY_PAGE, filter=filter, output_fields=list(output_fields))
+    rows: list[dict[str, Any]] = []
+    try:
+        while page := pages.next():
+            rows.extend(page)
+    finally:
+        pages.close()
+    return rows
 
 
 def quote(value: str) -> str:

@@ -19,6 +19,7 @@ from pymilvus import MilvusClient
 from rag_lib.advanced import OUTPUT_FIELDS, hypothetical_passage, search_by_vector
 from rag_lib.retriever import Retriever, cosine
 from rag_lib.store import DEFAULT_COLLECTION, field_filter
+from rag_lib.text import check_query
 
 RETRIEVALS = ("hybrid", "dense", "bm25", "hyde")
 
@@ -42,8 +43,9 @@ def search(
     """Documents for `question` with one strategy: (documents, what was used, LLM calls made).
 
     Every Document has `similarity`, the cosine between the question and the chunk, whatever the strategy, so the
-    cutoff and the evaluation mean the same thing for all of them.
+    cutoff and the evaluation mean the same thing for all of them. A bad question (`check_query`) is refused first.
     """
+    check_query(question)  # HyDE hands it to the model before any Retriever sees it
     if strategy == "hyde":
         passage = hypothetical_passage(llm, question)
         vector = embeddings.embed_documents([passage])[0]
@@ -72,7 +74,8 @@ def retrieval_scores(client: MilvusClient, documents: list[Document], collection
     """Mean similarity to the query, and diversity = 1 - mean pairwise cosine between the retrieved chunks."""
     if not documents:
         return {}
-    vectors = {r["id"]: r["dense"] for r in client.get(collection, ids=[d.id for d in documents], output_fields=["dense"])}
+    vectors = {r["id"]: r["dense"]
+               for r in client.get(collection, ids=[d.id for d in documents], output_fields=["dense"])}
     pairs = [cosine(vectors[a.id], vectors[b.id]) for a, b in combinations(documents, 2)]
     return {
         "mean_similarity": float(np.mean([d.metadata["similarity"] for d in documents])),

@@ -9,11 +9,33 @@ CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK ideograph ranges, f
 _CJK = re.compile(f"[{CJK_CHARS}]")
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;])|(?<=\.)\s+|\n+")
 _WORD = re.compile(r"\w", re.UNICODE)
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 STOPWORDS: frozenset[str] = frozenset(
-    "的 了 是 在 和 与 及 或 也 就 都 而 被 把 对 为 以 于 之 其 这 那 该 此 有 个 中 上 下 吗 呢 吧 啊 什么 哪 哪些 哪个 如何 怎么 多少 几 "
-    "the a an of to in on for and or is are was were be been by with as at from that this it its what which who how why when where do does did".split()
+    "的 了 是 在 和 与 及 或 也 就 都 而 被 把 对 为 以 于 之 其 这 那 该 此 有 个 "
+    "中 上 下 吗 呢 吧 啊 什么 哪 哪些 哪个 如何 怎么 多少 几 "
+    "the a an of to in on for and or is are was were be been by with as at from that this it its "
+    "what which who how why when where do does did".split()
 )
+
+
+class InvalidQueryError(ValueError):
+    """A query that cannot be searched: empty, or not valid Unicode text; the message names the fix."""
+
+
+def check_query(text: str) -> str:
+    """`text` if it can be embedded and searched, else InvalidQueryError: an empty query, or invalid text (a lone
+    surrogate such as "\\udc80", half of a UTF-16 pair or an undecodable byte kept by errors="surrogateescape",
+    which no model or database can encode)."""
+    if not text.strip():
+        raise InvalidQueryError("empty query: ask a question with some words in it")
+    bad = _SURROGATE.search(text)
+    if bad:
+        raise InvalidQueryError(
+            f"invalid text in the query {text[:60]!r}: character {bad.start()} is {bad.group()!r}, a lone surrogate "
+            "(not valid Unicode). Remove it, or decode the text's bytes as UTF-8 with errors='replace'."
+        )
+    return text
 
 
 def has_cjk(text: str) -> bool:

@@ -2,9 +2,10 @@
 
 A refused document (bad name, wrong type, empty, too big, unreadable, or content already indexed under another name)
 changes nothing. An accepted one is written under a temporary name first, then renamed over the real one, and
-indexed with `rag_lib.index` row functions, one file at a time, so other files keep their chunking. Each file's
-chunking, language and content digest are stored on its chunks, so the list of indexed files is read back from
-Milvus and survives restarts.
+indexed with `rag_lib.index` row functions, one file at a time, so other files keep their chunking; a database
+error while it is indexed puts the folder and that file's rows back as they were. Each file's chunking, language
+and content digest are stored on its chunks, so the list of indexed files is read back from Milvus and survives
+restarts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pymilvus import MilvusClient
 from rag_lib.chunking import Chunker
 from rag_lib.index import check_source, chunk_rows, embed_rows, shown_name, write_file
 from rag_lib.loaders import LoadError, load_file, max_file_bytes
-from rag_lib.store import DEFAULT_COLLECTION, ensure_collection, field_filter
+from rag_lib.store import DEFAULT_COLLECTION, ensure_collection, field_filter, load_if_exists, query_all
 from rag_lib.text import detect_language
 
 UPLOAD_TYPES = (".md", ".txt", ".pdf")
@@ -86,12 +87,16 @@ def check_upload(name: str, data: bytes) -> tuple[str, str]:
     base = safe_name(name)
     suffix = Path(base).suffix.lower()
     if suffix not in UPLOAD_TYPES:
-        raise UploadError(f"{base}: unsupported file type {suffix or '(none)'!r}; upload {', '.join(UPLOAD_TYPES)} files")
+        raise UploadError(
+            f"{base}: unsupported file type {suffix or '(none)'!r}; upload {', '.join(UPLOAD_TYPES)} files"
+        )
     if not data.strip():
         raise UploadError(f"{base}: the file is empty")
     limit = max_file_bytes()
     if len(data) > limit:
-        raise UploadError(f"{base}: {len(data) / 2**20:.1f} MB is over the {limit / 2**20:g} MB limit (RAG_MAX_FILE_MB)")
+        raise UploadError(
+            f"{base}: {len(data) / 2**20:.1f} MB is over the {limit / 2**20:g} MB limit (RAG_MAX_FILE_MB)"
+        )
     try:
         return base, load_file(Path(base), data).text
     except LoadError as error:
@@ -107,10 +112,40 @@ def choose_chunker(chunking: str | None, chunk_size: int | None, name: str) -> C
 
 def find_duplicate(client: MilvusClient, collection: str, digest: str) -> str | None:
     """The source already indexed with this content, if any."""
-    if not client.has_collection(collection):
+    if not load_if_exists(client, collection):
         return None
     rows = client.query(collection, filter=field_filter("content_sha256", digest), output_fields=["source"], limit=1)
     return rows[0]["source"] if rows else None
+
+
+def stored_rows(client: MilvusClient, collection: str, source: str) -> list[dict]:
+    """Every row stored for `source`, vectors included (not `sparse`: Milvus computes it from the text)."""
+    rows = query_all(client, collection, field_filter("source", source), ["*"])
+    return [{k: v for k, v in row.items() if k != "sparse"} for row in rows]
+
+
+def restore_rows(client: MilvusClient, collection: str, source: str, version: str, old: list[dict]) -> None:
+    """Put a file's rows back as they were before a failed write of `version`: the old rows upserted first (a chunk
+    both versions share has one id), then the new version's other rows deleted."""
+    if old:
+        client.upsert(collection, old)
+    client.delete(collection, filter=f"{field_filter('source', source)} and {field_filter('file_hash', version)}")
+
+
+def index_upload(client: MilvusClient, collection: str, rows: list[dict], target: Path, previous: bytes | None) -> None:
+    """Write the rows of an upload just saved as `target` (whose earlier bytes were `previous`); on a database error,
+    put the folder and the file's rows back as they were, then raise it."""
+    source, version = rows[0]["source"], rows[0]["file_hash"]
+    old_rows = stored_rows(client, collection, source)
+    try:
+        write_file(client, collection, rows)
+    except Exception:
+        if previous is None:
+            target.unlink()
+        else:
+            target.write_bytes(previous)
+        restore_rows(client, collection, source, version, old_rows)
+        raise
 
 
 def save_document(
@@ -161,14 +196,7 @@ def save_document(
         partial.unlink(missing_ok=True)
         return Saved(base, "error", message=f"{base}: cannot be written to the upload folder ({error.strerror}); "
                      "nothing changed")
-    try:
-        write_file(client, collection, rows)
-    except Exception:  # put the folder back as it was, then report the database error
-        if previous is None:
-            target.unlink()
-        else:
-            target.write_bytes(previous)
-        raise
+    index_upload(client, collection, rows, target, previous)
     status = "updated" if previous is not None else "indexed"
     return Saved(base, status, rows[0]["source"], len(rows), language, label,
                  f"{base}: {status}, {len(rows)} chunk{'s' * (len(rows) != 1)} ({label}), language {language}")
@@ -200,11 +228,10 @@ def save_upload(
 
 def indexed_documents(client: MilvusClient, collection: str = DEFAULT_COLLECTION) -> list[dict]:
     """One row per indexed file (read from Milvus, so the list survives restarts): file, chunks, language, chunking."""
-    if not client.has_collection(collection):
+    if not load_if_exists(client, collection):
         return []
-    rows = client.query(
-        collection, filter="chunk_index == 0", limit=16384,
-        output_fields=["source", "chunk_count", "language", "file_language", "chunking"],
+    rows = query_all(
+        client, collection, "chunk_index == 0", ["source", "chunk_count", "language", "file_language", "chunking"]
     )
     return sorted(
         ({"file": Path(r["source"]).name, "chunks": r["chunk_count"], "language": r.get("file_language", r["language"]),

@@ -1,25 +1,43 @@
-"""Web search for Corrective RAG: an offline BM25 "web" the course controls, or Tavily, behind one interface.
+"""Web search for Corrective RAG and the agent: an offline BM25 "web" the course controls, or Tavily, behind one
+interface, and the one policy both use when a search fails.
 
 `get_web_search()` picks Tavily (its official SDK, `tavily-python`) when TAVILY_API_KEY is set and otherwise searches
 the local corpus in `<project>/data/web` (or $RAG_WEB_CORPUS). Every backend returns LangChain Documents whose
-metadata has `title`, `url`, `score` and `backend`, and raises WebSearchError on failure so the graph can fall back.
+metadata has `title`, `url`, `score` and `backend`, and raises WebSearchError on failure.
+The policy: each try gets `WEB_TIMEOUT` seconds (`search_pages`); a transient failure (`is_transient`: a time limit,
+a lost connection, a server error 5xx) is tried once more after `WEB_RETRY_DELAY` seconds; a refused request (4xx), a
+bad query or a reply with no Document is not; a search that still fails is no crash: CRAG answers from its local
+documents and says so, the agent tells the model. CRAG gets the retry from LangGraph (`WEB_RETRY` on its node),
+the agent from LangChain's ToolRetryMiddleware, both with `is_transient`.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Protocol
 
+import httpx
+import requests
 from langchain_core.documents import Document
+from langgraph.types import RetryPolicy
 
 from rag_lib.settings import settings
 from rag_lib.text import tokenize
 
+WEB_TIMEOUT = 20.0  # seconds one web search try may take before it counts as failed
+WEB_ATTEMPTS = 2  # tries of a search that fails transiently
+WEB_RETRY_DELAY = 1.0  # seconds between the tries
+
 
 class WebSearchError(RuntimeError):
-    """A web search backend failed or timed out; CRAG catches it and answers from what it already has."""
+    """A web search backend failed; CRAG and the agent catch it and answer from what they already have."""
+
+
+class WebSearchTimeout(WebSearchError):
+    """A web search backend gave no answer within the time limit: worth another try."""
 
 
 class WebSearch(Protocol):
@@ -148,7 +166,7 @@ class TavilyWebSearch:
         try:
             response = self._client.search(query, search_depth="basic", max_results=k, timeout=self.timeout)
         except TavilyTimeout as exc:
-            raise WebSearchError(f"Tavily web search timed out after {self.timeout}s: {exc}") from exc
+            raise WebSearchTimeout(f"Tavily web search timed out after {self.timeout}s: {exc}") from exc
         except Exception as exc:  # the SDK raises its own error per HTTP status, and requests' errors pass through
             hint = TAVILY_HINTS.get(type(exc).__name__, "")
             raise WebSearchError(f"Tavily web search failed: {type(exc).__name__}: {exc}{hint}") from exc
@@ -166,3 +184,90 @@ def get_web_search(corpus_dir: str | Path | None = None) -> WebSearch:
         return TavilyWebSearch(env.TAVILY_API_KEY)
     folder = corpus_dir or env.RAG_WEB_CORPUS
     return OfflineWebSearch.from_directory(folder)
+
+
+# Failures worth another try wherever they come from: the time limit, the OS, requests (Tavily's SDK) and httpx
+TRANSIENT_ERRORS = (WebSearchTimeout, TimeoutError, ConnectionError, requests.Timeout, requests.ConnectionError,
+                    httpx.TransportError)
+
+
+def http_status(error: BaseException) -> int | None:
+    """The HTTP status of an error that carries a response (requests' HTTPError, httpx's HTTPStatusError), else None."""
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_transient(error: BaseException) -> bool:
+    """True when a failed search is worth another try: a time limit, a lost connection or a server error (5xx), in
+    the error or in what it was raised from (`raise ... from`). A refused request (4xx: the key, a rate or plan
+    limit, the parameters), a bad query and anything unknown are not: trying again would fail the same way."""
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        if isinstance(link, TRANSIENT_ERRORS):
+            return True
+        status = http_status(link)
+        if status is not None:
+            return status >= 500
+        seen.add(id(link))
+        link = link.__cause__
+    return False
+
+
+WEB_RETRY = RetryPolicy(max_attempts=WEB_ATTEMPTS, initial_interval=WEB_RETRY_DELAY, jitter=False,
+                        retry_on=is_transient)  # LangGraph's retry of a node with the web policy
+
+
+def search_with_limit(web_search: WebSearch, query: str, k: int, timeout: float = WEB_TIMEOUT) -> object:
+    """Run the backend in a daemon thread and wait at most `timeout` seconds, so a backend that hangs cannot stall
+    the caller (WebSearchTimeout). Python cannot stop a thread: a hung call is left behind and its result, if any,
+    is ignored. (LangGraph's node `timeout` cannot do this: it only runs async nodes, through `ainvoke`.)"""
+    outcome: dict[str, object] = {}
+
+    def call() -> None:
+        try:
+            outcome["result"] = web_search.search(query, k=k)
+        except BaseException as error:  # handed to the caller, which records it
+            outcome["error"] = error
+
+    thread = threading.Thread(target=call, name="web-search", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise WebSearchTimeout(
+            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise web_timeout for a slow backend)"
+        )
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome.get("result")
+
+
+def checked_pages(results: object, k: int) -> tuple[list[Document], list[str]]:
+    """(the Documents to use, problems): a backend outside the WebSearch protocol may return None, a string, a
+    dict or a list holding other things; only Documents are kept, at most k of them, and the rest is described."""
+    if not isinstance(results, (list, tuple)):
+        return [], [f"the backend returned {type(results).__name__}, not a list of Documents"]
+    pages = [item for item in results if isinstance(item, Document)]
+    others = [type(item).__name__ for item in results if not isinstance(item, Document)]
+    problems = []
+    if others:
+        problems.append(f"dropped {len(others)} result(s) that are not Documents ({', '.join(sorted(set(others)))})")
+    if len(pages) > k:
+        problems.append(f"the backend returned {len(pages)} pages for k={k}: kept the first {k}")
+    return pages[:k], problems
+
+
+def search_pages(
+    web_search: WebSearch, query: str, k: int, timeout: float = WEB_TIMEOUT
+) -> tuple[list[Document], list[str]]:
+    """One try under the web policy: (at most k Documents, notes on what was dropped) within `timeout` seconds.
+    Every failure raises: the backend's own error, WebSearchTimeout, or WebSearchError when no Document came back."""
+    pages, problems = checked_pages(search_with_limit(web_search, query, k, timeout), k)
+    if problems and not pages:
+        raise WebSearchError("; ".join(problems))
+    return pages, problems
+
+
+def failure_reason(error: BaseException) -> str:
+    """A failed search in one line, its type first: the type often says more than the message."""
+    return f"{type(error).__name__}: {error}"

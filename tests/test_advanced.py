@@ -21,17 +21,6 @@ from rag_lib.index import index_directory
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 
-DOCS = {
-    "hnsw.md": "# HNSW\n\nHNSW builds several layers of proximity graphs. A search starts on the top layer and greedily "
-    "moves to the neighbour closest to the query.\n\nThe parameter M sets how many neighbours each node keeps; "
-    "efConstruction sets the candidate list while building. Milvus uses M = 16 by default.",
-    "bm25.md": "# BM25\n\nBM25 ranks documents by how often the query terms occur in them, damped by k1, and by how rare "
-    "the terms are in the collection (inverse document frequency).\n\nThe parameter b normalises for document "
-    "length: long documents repeat words by chance.",
-    "ivf_zh.txt": "IVF 索引\n\nIVF 索引先用 k-means 把向量聚成 nlist 个簇，每个簇用质心表示。\n\n查询时只在离查询最近的 nprobe "
-    "个簇里逐一比较向量，nprobe 越大召回越高、速度越慢。",
-}
-
 
 class ScriptedChatModel(BaseChatModel):
     """TEST DOUBLE, not a language model: returns the scripted `replies` in order and records each prompt with the
@@ -58,22 +47,6 @@ class ScriptedChatModel(BaseChatModel):
 
     def bind_tools(self, tools, *, tool_choice=None, **kwargs: Any):
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-
-@pytest.fixture()
-def docs(tmp_path: Path) -> Path:
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name, text in DOCS.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return folder
-
-
-@pytest.fixture()
-def chunks(milvus, embeddings, docs) -> str:
-    """A real collection of the three small documents, ~2 chunks each."""
-    index_directory(milvus, docs, embeddings, collection="chunks", chunk_size=160, chunk_overlap=0, progress=False)
-    return "chunks"
 
 
 def name(hit: Document) -> str:

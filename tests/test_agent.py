@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 
 import pytest
+import requests
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
@@ -34,7 +37,7 @@ from rag_lib.index import index_directory
 from rag_lib.models import StructuredOutputError, get_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT
-from rag_lib.websearch import OfflineWebSearch, WebSearchError
+from rag_lib.websearch import WEB_ATTEMPTS, OfflineWebSearch, WebSearchError
 
 DOC = "milvus_full_text_search_bm25_zh.md"
 QUESTION = "Milvus 内置的 chinese 分析器使用哪个分词器？"
@@ -132,7 +135,94 @@ def test_web_tool_reports_a_failed_search_to_the_model():
             raise WebSearchError("timed out")
 
     content, pages = web_tool(Down()).func("anything")
-    assert content.startswith("The web search failed") and pages == []
+    assert content == "The web search failed: WebSearchError: timed out" and pages == []
+
+
+class FakeWeb:
+    """TEST DOUBLE for a web backend: it raises the given errors, one per call, then returns `result`; it can
+    hang until released, and it counts the calls."""
+
+    def __init__(self, errors=(), result=None, hang=False):
+        self.errors, self.result, self.hang = list(errors), result, hang
+        self.calls, self.release = 0, threading.Event()
+
+    def search(self, query, k=4):
+        self.calls += 1
+        if self.hang:
+            self.release.wait()
+        if self.errors:
+            raise self.errors.pop(0)
+        return self.result if self.result is not None else [Document("Mount Everest is 8849 m high.",
+                                                                     metadata={"url": "https://example.org/everest"})]
+
+
+def http_error(status):
+    """An HTTP failure as requests raises it (requests' own HTTPError, carrying a real Response)."""
+    response = requests.Response()
+    response.status_code = status
+    return requests.HTTPError(f"{status} Error", response=response)
+
+
+@pytest.mark.parametrize(
+    "errors, result, reason",
+    [([ValueError("bad payload")], None, "ValueError: bad payload"),
+     ([KeyError("results")], None, "KeyError: 'results'"),
+     ([OSError(101, "Network is unreachable")], None, "OSError: [Errno 101] Network is unreachable"),
+     ([http_error(401)], None, "HTTPError: 401 Error"),
+     ([], "not a list", "WebSearchError: the backend returned str, not a list of Documents")],
+    ids=["ValueError", "KeyError", "OSError", "401", "not-a-list"],
+)
+def test_web_tool_reports_any_other_backend_failure_to_the_model(errors, result, reason):
+    backend = FakeWeb(errors, result)
+    content, pages = web_tool(backend).func("anything")
+    assert content == f"The web search failed: {reason}" and pages == []
+    assert backend.calls == 1
+
+
+def test_web_tool_alone_raises_a_transient_failure_for_the_retry():
+    with pytest.raises(requests.HTTPError, match="503"):
+        web_tool(FakeWeb([http_error(503)])).func("anything")
+
+
+def web_agent(monkeypatch, backend, **tool_settings):
+    """An agent with only the web tool over `backend`; the fake model searches once, then answers "done"."""
+    scripted(monkeypatch, [{"action": "web_search", "query": "Everest height"}, {"action": "answer", "answer": "done"}])
+    return build_agent(get_chat_model(), [web_tool(backend, **tool_settings)])
+
+
+def tool_result(out):
+    """The one ToolMessage of a run."""
+    (message,) = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    return message
+
+
+def test_agent_tries_a_server_error_again_fake_model(monkeypatch):
+    backend = FakeWeb([http_error(503)])
+    out = run_agent(web_agent(monkeypatch, backend), "How high is Mount Everest?")
+    assert backend.calls == 2  # LangChain's ToolRetryMiddleware called the tool again
+    assert "8849 m" in tool_result(out).content and out["tools"] == [("web_search", "Everest height")]
+    assert out["answer"] == "done" and [d.metadata["url"] for d in out["documents"]] == ["https://example.org/everest"]
+
+
+def test_agent_does_not_try_a_refused_request_again_fake_model(monkeypatch):
+    backend = FakeWeb([http_error(429)])
+    out = run_agent(web_agent(monkeypatch, backend), "How high is Mount Everest?")
+    assert backend.calls == 1
+    assert tool_result(out).content == "The web search failed: HTTPError: 429 Error" and out["answer"] == "done"
+
+
+def test_agent_web_search_is_cut_off_by_the_time_limit_fake_model(monkeypatch):
+    backend = FakeWeb(hang=True)
+    started = time.monotonic()
+    try:
+        out = run_agent(web_agent(monkeypatch, backend, web_timeout=0.3), "How high is Mount Everest?")
+    finally:
+        backend.release.set()
+    assert time.monotonic() - started < 3  # bounded by the tries' web_timeout and the delay, not by the backend
+    assert backend.calls == WEB_ATTEMPTS  # a timeout is worth another try
+    assert tool_result(out).content == "The web search failed: WebSearchTimeout: FakeWeb gave no answer within " \
+        "0.3 s (raise web_timeout for a slow backend)"
+    assert out["answer"] == "done" and out["documents"] == []
 
 
 def test_agent_loop_searches_then_answers_fake_model(monkeypatch, retriever, web):

@@ -208,7 +208,8 @@ def test_quick_synthetic_sweep_runs_end_to_end(bench_output):
 
 
 def test_clustered_vectors_are_seeded_unit_vectors_with_near_neighbours():
-    data, again, queries = clustered_vectors(2000, seed=0), clustered_vectors(2000, seed=0), clustered_vectors(50, seed=1)
+    data, again, queries = (clustered_vectors(2000, seed=0), clustered_vectors(2000, seed=0),
+                            clustered_vectors(50, seed=1))
     assert data.shape == (2000, 384) and data.dtype == np.float32 and np.array_equal(data, again)
     assert np.allclose(np.linalg.norm(data, axis=1), 1.0, atol=1e-5)
     nearest = (queries @ data.T).max(axis=1)

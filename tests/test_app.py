@@ -16,12 +16,14 @@ from pathlib import Path
 import gradio as gr
 import pytest
 from langchain_core.documents import Document
+from pymilvus.exceptions import MilvusException
 from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, FOLLOW_UP, ScriptedChatModel
 
-from rag_lib.app import FILE_COLUMNS, THREAD_KEY, RagApp, build_ui, reply_markdown
+from rag_lib.app import FILE_COLUMNS, START_HINT, THREAD_KEY, RagApp, build_ui, reply_markdown
+from rag_lib.app import main as app_main
 from rag_lib.loaders import make_pdf
 from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows
-from rag_lib.uploads import UploadError, safe_name, save_document
+from rag_lib.uploads import UploadError, indexed_documents, safe_name, save_document
 
 
 @pytest.fixture()
@@ -131,7 +133,8 @@ def test_a_duplicate_upload_is_refused_even_under_another_name(app, tmp_path):
 
 
 def test_one_bad_file_does_not_stop_the_good_ones(app, tmp_path):
-    status, table = app.upload([upload_file(tmp_path, "bad.docx", b"PK.."), upload_file(tmp_path, "good.txt", b"Fine.")])
+    status, table = app.upload([upload_file(tmp_path, "bad.docx", b"PK.."),
+                                upload_file(tmp_path, "good.txt", b"Fine.")])
     assert "✗ bad.docx" in status and "✓ good.txt" in status and [r[0] for r in table] == ["good.txt"]
 
 
@@ -167,6 +170,42 @@ def test_a_file_that_cannot_be_read_or_written_is_reported_and_the_batch_goes_on
     assert sorted(p.name for p in app.upload_dir.iterdir()) == ["good.txt"]  # no partial file left behind
 
 
+def file_rows(client, name: str) -> list[tuple]:
+    """(id, file_hash, chunk_index, text) of every row stored for the upload called `name`, sorted."""
+    rows = client.query(DEFAULT_COLLECTION, filter=f'source like "%/{name}"', limit=1000,
+                        output_fields=["file_hash", "chunk_index", "text"])
+    return sorted((r["id"], r["file_hash"], r["chunk_index"], r["text"]) for r in rows)
+
+
+def test_a_failed_delete_puts_the_old_version_back_in_the_folder_and_the_database(milvus, embeddings, tmp_path,
+                                                                                  monkeypatch):
+    """Saving a new version upserts its rows, then deletes the old version's: when that delete fails, the folder and
+    the database both keep the old version, once, including the chunk both versions share (one id for both)."""
+    uploads = tmp_path / "uploads"
+    old = b"# Opening hours\nThe cafeteria opens at 8 am.\n\n# Prices\nA meal costs 5 euros.\n"
+    new = b"# Opening hours\nThe cafeteria opens at 8 am.\n\n# Prices\nA meal costs 6 euros.\n"
+    assert save_document(milvus, embeddings, uploads, "cafe.md", old).status == "indexed"
+    before = file_rows(milvus, "cafe.md")
+    delete, failed = milvus.delete, []
+
+    def delete_failing_once(collection, **kwargs):  # FAKE: the first delete is lost (a dropped connection)
+        if not failed:
+            failed.append(kwargs)
+            raise MilvusException(message="connection lost")
+        return delete(collection, **kwargs)
+
+    monkeypatch.setattr(milvus, "delete", delete_failing_once)
+    with pytest.raises(MilvusException, match="connection lost"):
+        save_document(milvus, embeddings, uploads, "cafe.md", new)
+    assert (uploads / "cafe.md").read_bytes() == old and file_rows(milvus, "cafe.md") == before
+    assert len(before) == 2 and before[0][1] == before[1][1]  # two chunks, one version
+    saved = save_document(milvus, embeddings, uploads, "cafe.md", new)  # the next attempt goes through
+    after = file_rows(milvus, "cafe.md")
+    assert saved.status == "updated" and len(after) == 2 and {r[1] for r in after} != {before[0][1]}
+    assert {r[0] for r in after} & {r[0] for r in before}  # the shared chunk kept its id
+    assert (uploads / "cafe.md").read_bytes() == new and [d["file"] for d in indexed_documents(milvus)] == ["cafe.md"]
+
+
 def test_the_file_list_survives_a_restart(embeddings, tmp_path):
     uri = str(tmp_path / "app.db")
     first = RagApp(connect(uri=uri), embeddings, ScriptedChatModel(), tmp_path / "uploads")
@@ -176,6 +215,31 @@ def test_the_file_list_survives_a_restart(embeddings, tmp_path):
     again = RagApp(connect(uri=uri), embeddings, ScriptedChatModel(), tmp_path / "uploads")
     assert again.files_table() == table and table[0][0] == "kept.txt"
     again.client.close()
+
+
+def open_files_under(folder: Path) -> list[str]:
+    """The files below `folder` that this process has open (its file descriptors)."""
+    paths = (os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd"))
+    return sorted(p for p in paths if p.startswith(str(folder.resolve())))
+
+
+def test_the_app_closes_its_database_and_files_when_it_stops(embeddings, tmp_path, monkeypatch,
+                                                             rows_seen_by_another_process):
+    """`python -m rag_lib.app` serves until Ctrl+C; then its Milvus Lite database is free for another process and
+    its SQLite files (conversations, long-term memory) are closed."""
+    import rag_lib.models
+
+    served: list[dict] = []
+    # FAKE launch: returns at once, as the real one returns after Ctrl+C
+    monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: served.append(kwargs))
+    monkeypatch.setattr(rag_lib.models, "get_chat_model", ScriptedChatModel)
+    monkeypatch.setattr(rag_lib.models, "get_embeddings", lambda: embeddings)
+    uri, uploads = str(tmp_path / "app.db"), tmp_path / "uploads"
+    app_main(["--milvus-uri", uri, "--upload-dir", str(uploads), "--conversations", str(tmp_path / "talk.sqlite")])
+    assert served and served[0]["server_name"] == "127.0.0.1"
+    assert sorted(p.name for p in tmp_path.glob("talk*.sqlite")) == ["talk.memories.sqlite", "talk.sqlite"]
+    assert open_files_under(tmp_path) == []
+    assert rows_seen_by_another_process(uri) == {}
 
 
 def test_chat_streams_the_answer_then_shows_sources_and_evaluation(app, tmp_path):
@@ -231,7 +295,7 @@ def test_a_restarted_app_shows_the_conversation_and_answers_a_follow_up(milvus, 
     assert thread_again == thread
     assert shown == [{"role": "user", "content": ASK_CAFETERIA}, {"role": "assistant", "content": ANSWER}]
     *_, (history, _, _) = again.chat(FOLLOW_UP, shown, thread_id=thread)
-    assert llm.calls == ["route", "condense", "answer", "grade"]
+    assert llm.calls == ["route", "condense", "answer"]  # no model grade unless asked for (evaluate=True)
     assert f"User: {ASK_CAFETERIA}\nAssistant: {ANSWER}" in llm.prompts[0][-1].content  # rewritten with turn 1
     assert history[:2] == shown
     assert history[-1]["content"].startswith(ANSWER) and "**Sources**" in history[-1]["content"]
@@ -283,3 +347,14 @@ def test_the_browser_keeps_its_thread_id_under_a_key_that_survives_a_restart(app
     assert first.storage_key == again.storage_key == THREAD_KEY
     assert first.secret == again.secret and len(first.secret) >= 24
     assert app.conversations.exists() and app.conversations.parent == app.upload_dir.parent
+
+
+def test_a_new_app_says_what_to_do_first_and_grades_only_when_asked(app, tmp_path):
+    """An empty index shows where to start; the model grade (+1 LLM call) is off unless the user turns it on."""
+    demo = build_ui(app)
+    blocks = {block.elem_id: block for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+    assert blocks["evaluate"].value is False
+    assert blocks["chat"].placeholder == START_HINT
+    assert app.index_hint() == START_HINT
+    app.upload([upload_file(tmp_path, "hours.md", CAFETERIA.encode())])
+    assert app.index_hint() == ""

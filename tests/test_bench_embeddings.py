@@ -1,9 +1,11 @@
-"""The two-embedding benchmark on a tiny SQuAD-format slice: every pipeline scored, differences paired, speed measured."""
+"""The two-embedding benchmark on a tiny SQuAD-format slice: every pipeline scored, differences paired, speed
+measured."""
 
 from __future__ import annotations
 
-from rag_lib.bench import embeddings
 from test_bench_retrieval import write_squad
+
+from rag_lib.bench import embeddings
 
 
 def test_benchmark_scores_both_models_alone_and_fused_and_times_indexing(tmp_path, bench_output):

@@ -56,7 +56,8 @@ def test_agreement_of_the_models_score_and_of_the_checked_score(monkeypatch, ben
     cutoff = results["setup"]["cutoff"]
     for row in results["rows"]:  # the graph's score: 0 under the cosine cutoff, without the model; else the checked one
         assert row["graph score"] == (0 if row["similarity"] < cutoff else row["score"])
-    assert kept["score"] == "graph score" and kept["agree"] == sum(r["graph score"] == r["label"] for r in results["rows"])
+    assert kept["score"] == "graph score" and kept["agree"] == sum(r["graph score"] == r["label"]
+                                                                   for r in results["rows"])
     assert kept["confusion (label -> score)"]["0"]["0"] >= 1  # some passage about another document falls under it
 
     monkeypatch.setattr(judging, "get_chat_model", lambda: pytest.fail("rescoring must not load a model"))

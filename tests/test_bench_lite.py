@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+from test_bench_retrieval import CONTEXTS, write_squad
 
 from rag_lib.bench import lite
 from rag_lib.store import SPARSE_SEARCH_PARAMS, ensure_collection, make_row, seal
-from test_bench_retrieval import CONTEXTS, write_squad
 
 # Four documents about fruit and one about a river: "苹果" is common in the first four, rare in the last.
-DOCS = ["苹果是一种水果，苹果很甜。", "苹果树在春天开花。", "这里种了很多苹果。", "苹果可以做成果汁。", "长江边上也有一棵苹果树。"]
+DOCS = ["苹果是一种水果，苹果很甜。", "苹果树在春天开花。", "这里种了很多苹果。", "苹果可以做成果汁。",
+        "长江边上也有一棵苹果树。"]
 
 
 def bm25_scores(client, name: str, query: str) -> dict[str, float]:
@@ -41,7 +42,8 @@ def test_grown_rows_are_distinct_real_sentences_cut_to_300_characters():
     rows = lite.grown_rows(contexts, 50)
     assert rows == lite.grown_rows(contexts, 50)  # seeded
     assert len({r["id"] for r in rows}) == 50 and all(0 < len(r["text"]) <= 300 for r in rows)
-    sentences = {s for c in contexts for s in ("第一句。", "第二句很长很长。", "第三句！", "另一段的第一句。", "另一段的第二句？")}
+    sentences = {s for c in contexts
+                 for s in ("第一句。", "第二句很长很长。", "第三句！", "另一段的第一句。", "另一段的第二句？")}
     for row in rows:
         text = row["text"]
         while text:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from rag_lib.bench import retrieval
-from rag_lib.store import PROJECT_ROOT
 from rag_lib.cmrc import load_cmrc
+from rag_lib.store import PROJECT_ROOT
 
 CONTEXTS = {
     "C1": "故宫位于北京市中心，是明清两代的皇家宫殿，旧称紫禁城。故宫建成于1420年，占地约72万平方米。",
@@ -25,7 +25,8 @@ def write_squad(path) -> None:
     paragraphs = {cid: {"id": cid, "context": text, "qas": []} for cid, text in CONTEXTS.items()}
     for i, (cid, question, answer) in enumerate(QUESTIONS):
         start = CONTEXTS[cid].index(answer)
-        paragraphs[cid]["qas"].append({"id": f"Q{i}", "question": question, "answers": [{"text": answer, "answer_start": start}]})
+        paragraphs[cid]["qas"].append({"id": f"Q{i}", "question": question,
+                                       "answers": [{"text": answer, "answer_start": start}]})
     path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": list(paragraphs.values())}]}, ensure_ascii=False))
 
 
@@ -38,7 +39,8 @@ def test_loader_reads_contexts_questions_and_answers(tmp_path):
 
 
 def test_the_held_out_dev_split_loads_and_shares_no_paragraph_with_trial():
-    trial, dev = (load_cmrc(PROJECT_ROOT / "data" / "cmrc2018" / f"cmrc2018_{split}.json") for split in ("trial", "dev"))
+    trial, dev = (load_cmrc(PROJECT_ROOT / "data" / "cmrc2018" / f"cmrc2018_{split}.json")
+                  for split in ("trial", "dev"))
     assert (len(dev.contexts), len(dev.questions)) == (848, 3219)
     assert not set(dev.contexts) & set(trial.contexts) and not set(dev.contexts.values()) & set(trial.contexts.values())
 
@@ -78,7 +80,8 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     assert fusion["weights"] == retrieval.FUSION_WEIGHTS
     held = fusion["half B (held out)"]
     assert set(held) == {retrieval.FUSED, retrieval.FUSED_COMPLETE, retrieval.FUSED_JIEBA, retrieval.FUSED_WIDE,
-                         retrieval.FUSED_CLIENT, retrieval.ENSEMBLE, retrieval.PARENT_CHILD, "hybrid weighted 0.6 dense / 0.4 BM25, min-max"}
+                         retrieval.FUSED_CLIENT, retrieval.ENSEMBLE, retrieval.PARENT_CHILD,
+                         "hybrid weighted 0.6 dense / 0.4 BM25, min-max"}
     assert 0 < held[retrieval.FUSED]["questions"] < fusion["all"][retrieval.FUSED]["questions"] == 4
     assert fusion["all"][retrieval.PARENT_CHILD]["fused - this, R@1"] == 0.0
 

@@ -43,8 +43,8 @@ from rag_lib.store import PROJECT_ROOT
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 README_SCREENSHOT = PROJECT_ROOT / "docs" / "app_screenshot.png"  # written only with RAG_UPDATE_SCREENSHOT=1
 CHROME_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1400,1000",
 ]
 STARTUP_SECONDS = 600  # imports, embeddings and model load on a busy 2-core machine
 ANSWER_SECONDS = 1200  # routing + answer + grading with the local model on a busy machine
@@ -90,7 +90,8 @@ def app(tmp_path_factory):
             if process.poll() is not None:
                 pytest.fail(f"the app exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
             if time.monotonic() - started > STARTUP_SECONDS:
-                pytest.fail(f"the app did not answer on {url} within {STARTUP_SECONDS}s:\n{log_path.read_text()[-3000:]}")
+                pytest.fail(f"the app did not answer on {url} within {STARTUP_SECONDS}s:\n"
+                            f"{log_path.read_text()[-3000:]}")
             try:
                 with urllib.request.urlopen(url, timeout=5) as response:
                     if response.status == 200:
@@ -150,6 +151,7 @@ def test_upload_ask_stream_and_refuse_a_bad_file(app, browser, tmp_path):
     url, upload_dir = app
     browser.get(url)
     WebDriverWait(browser, 120).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#upload input[type=file]"))
+    WebDriverWait(browser, 60).until(lambda d: "Nothing is indexed yet" in text_of(d, "#chat"))  # where to start
 
     good = tmp_path / GOOD_NAME
     good.write_text(GOOD_TEXT, encoding="utf-8")
@@ -158,6 +160,9 @@ def test_upload_ask_stream_and_refuse_a_bad_file(app, browser, tmp_path):
     assert text_of(browser, "#upload-status").startswith("✓")
     WebDriverWait(browser, 60).until(lambda d: GOOD_NAME in text_of(d, "#files"))
 
+    evaluate = browser.find_element(By.CSS_SELECTOR, "#evaluate input[type=checkbox]")
+    assert not evaluate.is_selected()  # the model grade costs a call: off until asked for
+    evaluate.click()
     browser.find_element(By.CSS_SELECTOR, "#question textarea").send_keys(QUESTION)
     browser.find_element(By.CSS_SELECTOR, "#send").click()
     snapshots: list[str] = []
@@ -212,9 +217,8 @@ def test_upload_ask_stream_and_refuse_a_bad_file(app, browser, tmp_path):
 
 
 def test_the_conversation_survives_a_reload_and_a_restart(browser, milvus, embeddings, tmp_path):
-    from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, FOLLOW_UP, ScriptedChatModel
-
     import gradio as gr
+    from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, FOLLOW_UP, ScriptedChatModel
 
     from rag_lib.app import RagApp, build_ui
 

@@ -147,7 +147,7 @@ def test_the_conversation_survives_a_restart(tmp_path: Path) -> None:
     retriever = RecordingRetriever(documents=[DOC], queries=[])
     first = build_chat_graph(sqlite_checkpointer(db))
     first.invoke({"messages": [("user", "What is Milvus?")]}, thread("s"),
-                 context=ChatContext(retriever=retriever, llm=model("A vector database. [1]")))
+                 context=ChatContext(retriever=retriever, llm=model("Milvus listens on port 19530. [1]")))
     del first  # as if the app stopped
 
     restarted = build_chat_graph(sqlite_checkpointer(db))
@@ -155,7 +155,7 @@ def test_the_conversation_survives_a_restart(tmp_path: Path) -> None:
     state = restarted.invoke({"messages": [("user", "Its default port?")]}, thread("s"),
                              context=ChatContext(retriever=retriever, llm=llm))
     assert [m.content for m in state["messages"]] == [
-        "What is Milvus?", "A vector database. [1]", "Its default port?", "19530 [1]"
+        "What is Milvus?", "Milvus listens on port 19530. [1]", "Its default port?", "19530 [1]"
     ]
     assert retriever.queries[-1] == "What is the default port of Milvus?"
 

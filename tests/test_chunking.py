@@ -104,7 +104,8 @@ def test_parent_child_children_sit_inside_their_parents():
 
 
 def test_chunker_dispatches_dedupes_and_describes_its_settings():
-    assert [c.text for c in Chunker("fixed", 100, 0).split("x" * 100 + "y" * 100 + "z" * 50)] == ["x" * 100, "y" * 100, "z" * 50]
+    assert ([c.text for c in Chunker("fixed", 100, 0).split("x" * 100 + "y" * 100 + "z" * 50)]
+            == ["x" * 100, "y" * 100, "z" * 50])
     assert [c.text for c in Chunker("recursive", 12, 0).split("Same line.\n\nSame line.")] == ["Same line."]
     assert Chunker().settings() != Chunker("markdown").settings() != Chunker(chunk_size=200).settings()
     with pytest.raises(ValueError, match="the semantic strategy embeds sentences: pass `embeddings`"):

@@ -21,7 +21,8 @@ TEXTS = [
     "北京是中国的首都，故宫和天坛都在北京。",
     "The Yangtze river flows into the East China Sea near Shanghai.",
 ]
-QUERIES = ["故宫旧称什么？", "长江全长多少公里", "BM25 full text search port", "北京的故宫", "熊猫吃什么", "unknownword"]
+QUERIES = ["故宫旧称什么？", "长江全长多少公里", "BM25 full text search port", "北京的故宫", "熊猫吃什么",
+           "unknownword"]
 
 
 def inner(a: dict[int, float], b: dict[int, float]) -> float:

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from doubles import ToolCallingDouble
 from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_classic.retrievers.document_compressors import DocumentCompressorPipeline, EmbeddingsFilter
 from langchain_core.documents import BaseDocumentCompressor, Document
-from doubles import ToolCallingDouble
 from langchain_core.messages import AIMessage, BaseMessage
+from test_retriever import CORPUS  # the same four small documents
 
 from rag_lib.bench import components, fusion
 from rag_lib.evaluation import paired_difference
@@ -22,7 +23,6 @@ from rag_lib.index import index_directory
 from rag_lib.models import E5_MIN_SIMILARITY
 from rag_lib.rerank import EmbeddingReranker, HttpReranker, LLMReranker, Reranker
 from rag_lib.retriever import Retriever
-from test_retriever import CORPUS  # the same four small documents
 
 # "how many" is in hnsw.md, so hybrid search ranks it first; e5 alone prefers the (Chinese) chunking document.
 QUESTION = "How many characters should each chunk have?"
@@ -103,8 +103,8 @@ CONTEXTS = {
     "C2": "长江是亚洲第一长河，全长约6300公里，发源于青藏高原，最终注入东海。三峡大坝位于长江上游。",
     "C3": "大熊猫主要生活在中国四川、陕西和甘肃的山区，以竹子为主要食物，是中国的国宝。",
 }
-QUESTIONS = [("C1", "故宫旧称什么？", "紫禁城"), ("C2", "长江全长约多少公里？", "6300公里"), ("C3", "大熊猫主要吃什么？", "竹子"),
-             ("C3", "", "竹子")]  # CMRC has empty questions: misses, not crashes
+QUESTIONS = [("C1", "故宫旧称什么？", "紫禁城"), ("C2", "长江全长约多少公里？", "6300公里"),
+             ("C3", "大熊猫主要吃什么？", "竹子"), ("C3", "", "竹子")]  # CMRC has empty questions: misses, not crashes
 
 
 class CannedChatModel(ToolCallingDouble):

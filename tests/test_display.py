@@ -18,6 +18,7 @@ from matplotlib.image import imread
 
 from rag_lib.agent import build_agent
 from rag_lib.display import STEP_Y, back_edges, graph_png, layers, mermaid
+from rag_lib.display import drawing as display_drawing
 from rag_lib.graphs.crag import build_crag_graph
 from rag_lib.graphs.judge import build_judge_graph
 from rag_lib.graphs.rag import build_rag_graph
@@ -107,7 +108,7 @@ def test_a_loop_is_a_back_edge_and_the_rest_are_layered_by_longest_path():
 
 
 def test_an_edge_that_skips_layers_gets_one_waypoint_per_skipped_layer():
-    drawing = build_crag_graph().get_graph()
+    drawing = display_drawing(build_crag_graph())
     rows, waypoints = layers(drawing, back_edges(drawing))
     level = {node: i for i, row in enumerate(rows) for node in row}
     assert rows[0] == [START] and rows[-1] == [END]
@@ -115,6 +116,8 @@ def test_an_edge_that_skips_layers_gets_one_waypoint_per_skipped_layer():
         skipped = level[edge.target] - level[edge.source] - 1
         assert len(waypoints.get(i, [])) == max(skipped, 0)
     assert level["refine_knowledge"] > level["web_search"] > level["approve_web"] > level["grade_documents"]
+    # the error handler LangGraph draws unconnected sits between the node it guards and where the run goes on
+    assert level["refine_knowledge"] > level["__error_handler__web_search"] > level["web_search"]
 
 
 def test_taller_graphs_give_taller_images():
@@ -167,4 +170,6 @@ def test_the_agent_loops_are_drawn_as_back_edges():
     drawing = fake_agent().get_graph()
     assert back_edges(drawing) == {("model", "model"), ("tools", "model")}
     rows, _ = layers(drawing, back_edges(drawing))
-    assert rows[:2] == [[START], ["model"]] and "tools" in rows[2] and rows[-1] == [END]
+    # the first step of a run (FreshQuestion) clears what the thread's last question searched, then the loop
+    assert rows[:3] == [[START], ["FreshQuestion.before_agent"], ["model"]] and "tools" in rows[3]
+    assert rows[-1] == [END]

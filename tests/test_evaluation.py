@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rag_lib.evaluation import (
+    contains_any,
     context_recall,
     context_relevance,
-    contains_any,
     exact_match,
     f1,
     recall_at_k,

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from langchain_core.embeddings import Embeddings
 
 from rag_lib.chunking import Chunker
 from rag_lib.index import LoadError, chunk_rows, index_directory, parent_documents, read_text, split_text
 from rag_lib.loaders import make_pdf
 from rag_lib.retriever import Retriever
-from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows, ensure_collection
+from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows, ensure_collection, make_row, seal
 
 ZH = "Milvus Lite 是 Milvus 的嵌入式版本。它把数据保存在本地目录里，适合原型开发和教学。" * 3
 EN = "LangGraph builds stateful graphs of LLM calls. Nodes return partial state updates that reducers merge. " * 3
@@ -118,7 +119,8 @@ def test_bad_inputs_are_listed_and_good_rows_stay_as_they_were(milvus, embedding
         (corpus / name).write_bytes(data)
     (corpus / "dangling.md").symlink_to(corpus / "nowhere.md")
     (corpus / "lite.pdf").write_bytes(good_pdf)
-    (corpus / "page.html").write_text("<title>T</title><p>HNSW 是一种图索引。</p><script>x()</script>", encoding="utf-8")
+    (corpus / "page.html").write_text("<title>T</title><p>HNSW 是一种图索引。</p><script>x()</script>",
+                                      encoding="utf-8")
 
     report = index_directory(milvus, corpus, embeddings, progress=False)
 
@@ -336,3 +338,43 @@ def test_a_run_that_writes_flushes_once_and_an_unchanged_run_not_at_all(milvus, 
     (corpus / "langgraph.txt").unlink()
     index_directory(milvus, corpus, embeddings, progress=False)
     assert flushed == [DEFAULT_COLLECTION] * 2
+
+
+def test_a_symlink_loop_is_reported_and_the_rest_indexed(milvus, embeddings, corpus):
+    (corpus / "self.md").symlink_to(corpus / "self.md")  # a link to itself
+    (corpus / "ping.txt").symlink_to(corpus / "pong.txt")  # two links to each other
+    (corpus / "pong.txt").symlink_to(corpus / "ping.txt")
+    report = index_directory(milvus, corpus, embeddings, progress=False)
+    reasons = {Path(s).name: e for s, e in report.errors.items()}
+    assert set(reasons) == {"self.md", "ping.txt", "pong.txt"}
+    assert reasons["self.md"] == ("self.md: a link that leads back to itself (a symlink loop): remove it or point it "
+                                  "at a file")
+    assert sorted(Path(s).name for s in report.indexed) == ["langgraph.txt", "milvus.md"]
+    assert index_directory(milvus, corpus, embeddings, progress=False).errors == report.errors
+
+
+class TinyEmbeddings(Embeddings):
+    """FAKE embedding model (unit test): 2-d vectors from the text's length, so thousands of rows cost nothing."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, float(len(t))] for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0, float(len(text))]
+
+
+def test_more_files_than_one_query_returns_are_all_seen(milvus, corpus):
+    """One Milvus query returns at most 16,384 rows: past that many files, deleted ones must still be removed and
+    unchanged ones skipped. The deleted files' rows are written straight into Milvus."""
+    tiny = TinyEmbeddings()
+    first = index_directory(milvus, corpus, tiny, progress=False)
+    rows = count_rows(milvus, DEFAULT_COLLECTION)
+    gone = [str(corpus.resolve() / f"gone{i:05}.md") for i in range(16_400)]
+    for start in range(0, len(gone), 5000):
+        milvus.insert(DEFAULT_COLLECTION, [make_row(s, "a deleted file", language="en", file_hash="old")
+                                           | {"dense": [1.0, 0.0]} for s in gone[start : start + 5000]])
+    seal(milvus)
+    report = index_directory(milvus, corpus, tiny, progress=False)
+    assert sorted(report.skipped) == sorted(first.indexed) and report.indexed == []
+    assert report.removed == gone
+    assert count_rows(milvus, DEFAULT_COLLECTION) == rows

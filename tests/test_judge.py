@@ -302,7 +302,8 @@ def test_grounding_check():
     crag_q = "How many parameters does the model that CRAG fine-tuned as its retrieval evaluator have?"
     assert grounded("The model has approximately 0.77B parameters.", crag, crag_q)  # a paraphrase around the fact
     assert not grounded("3", crag, crag_q)
-    assert grounded("2023 年 6 月 13 日", "OpenAI 于 2023 年 6 月 13 日推出了函数调用。", "OpenAI 是在哪一天推出函数调用功能的？")
+    assert grounded("2023 年 6 月 13 日", "OpenAI 于 2023 年 6 月 13 日推出了函数调用。",
+                    "OpenAI 是在哪一天推出函数调用功能的？")
     assert checked(Judgment(score=2, answer="Malkov"), AUTHORS.page_content, Q) == (2, "", "")
 
 

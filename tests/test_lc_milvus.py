@@ -12,9 +12,12 @@ from rag_lib.store import count_rows
 
 DOCS = [
     Document("Milvus 的全文检索用 BM25 打分，中文文本需要 jieba 分词器。", metadata={"source": "bm25_zh.md"}),
-    Document("LangGraph checkpointers save every step, so you can rewind a run and replay it.", metadata={"source": "time_travel.md"}),
-    Document("HNSW builds a layered neighbour graph; ef trades recall for speed at query time.", metadata={"source": "hnsw.md"}),
-    Document("Reciprocal Rank Fusion adds 1/(k + rank) over the result lists, with k = 60.", metadata={"source": "rrf.md"}),
+    Document("LangGraph checkpointers save every step, so you can rewind a run and replay it.",
+             metadata={"source": "time_travel.md"}),
+    Document("HNSW builds a layered neighbour graph; ef trades recall for speed at query time.",
+             metadata={"source": "hnsw.md"}),
+    Document("Reciprocal Rank Fusion adds 1/(k + rank) over the result lists, with k = 60.",
+             metadata={"source": "rrf.md"}),
 ]
 
 

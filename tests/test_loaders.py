@@ -16,7 +16,8 @@ from rag_lib.loaders import LoadError, load_file, make_pdf, max_file_bytes, read
 HTML = """<!DOCTYPE html><html><head><title>Milvus
   analyzers</title><style>p { color: red }</style><script>var hidden = "SCRIPT TEXT";</script></head>
 <body><!-- COMMENT TEXT --><h1>Analyzers</h1><p>An analyzer has a
-   <b>tokenizer</b> and filters.</p><h2>jieba</h2><p>jieba 把中文切成词。</p><ul><li>one</li><li>two</li></ul></body></html>"""
+   <b>tokenizer</b> and filters.</p><h2>jieba</h2><p>jieba 把中文切成词。</p>\
+<ul><li>one</li><li>two</li></ul></body></html>"""
 
 
 def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
@@ -107,7 +108,8 @@ def test_bad_size_limit_setting_is_a_clear_error(monkeypatch):
 
 
 def test_pdf_text_and_title(tmp_path):
-    path = write(tmp_path, "lite.pdf", make_pdf(["Milvus Lite keeps data (on disk).", "Second line."], title="Lite notes"))
+    path = write(tmp_path, "lite.pdf",
+                 make_pdf(["Milvus Lite keeps data (on disk).", "Second line."], title="Lite notes"))
     loaded = load_file(path)
     assert loaded.title == "Lite notes"
     assert loaded.text.splitlines() == ["Milvus Lite keeps data (on disk).", "Second line."]
@@ -137,7 +139,8 @@ def test_html_keeps_visible_text_only_and_reads_the_title(tmp_path):
 def test_unsupported_type_names_the_supported_ones(tmp_path):
     with pytest.raises(LoadError, match=r"slides.pptx: unsupported file type '.pptx' \(supported: .*\.pdf.*\.docx\)"):
         load_file(write(tmp_path, "slides.pptx", b"PK\x03\x04 zip"))
-    with pytest.raises(LoadError, match=r"unsupported file type '.csv' \(supported: .md, .txt, .pdf, .html, .htm, .docx\)"):
+    with pytest.raises(LoadError,
+                       match=r"unsupported file type '.csv' \(supported: .md, .txt, .pdf, .html, .htm, .docx\)"):
         load_file(write(tmp_path, "table.csv", "a,b\n1,2\n"))
 
 
@@ -156,17 +159,20 @@ def make_docx(paragraphs: list[str], compression: int = zipfile.ZIP_STORED) -> b
             '<Override PartName="/word/document.xml" ContentType="application/'
             'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
         )
-        archive.writestr("word/document.xml", f'<?xml version="1.0"?><w:document xmlns:w="{ns}"><w:body>{body}</w:body></w:document>')
+        archive.writestr("word/document.xml",
+                         f'<?xml version="1.0"?><w:document xmlns:w="{ns}"><w:body>{body}</w:body></w:document>')
     return buffer.getvalue()
 
 
 def test_docx_paragraphs_become_lines(tmp_path):
-    loaded = load_file(write(tmp_path, "notes.docx", make_docx(["# HNSW & IVF", "HNSW 是一种图索引。", "", "Runs join."])))
+    loaded = load_file(write(tmp_path, "notes.docx",
+                             make_docx(["# HNSW & IVF", "HNSW 是一种图索引。", "", "Runs join."])))
     assert loaded.text == "# HNSW & IVF\nHNSW 是一种图索引。\nRuns join." and loaded.title == "HNSW & IVF"
 
 
 @pytest.mark.parametrize(
-    "data", [b"PK\x03\x04 zip", b"not a zip at all", make_docx(["ok"]).replace(b"word/document.xml", b"word/other___.xml")]
+    "data",
+    [b"PK\x03\x04 zip", b"not a zip at all", make_docx(["ok"]).replace(b"word/document.xml", b"word/other___.xml")],
 )
 def test_corrupt_docx_is_an_error(tmp_path, data):
     with pytest.raises(LoadError, match="bad.docx: corrupt or unreadable .docx"):

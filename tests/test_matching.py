@@ -29,7 +29,8 @@ def test_occurs_in_matches_the_span_case_and_space_blind_and_never_inside_a_word
 def test_clause_holding_widens_a_span_to_the_clause_around_it_and_nothing_more():
     text = "动画在2007年1月4日于千叶电视台开始播放。后来又重播，共12集。"
     assert clause_holding("2007年1月4日", text) == "动画在2007年1月4日于千叶电视台开始播放"
-    assert clause_holding("12集", text) == "共12集" and clause_holding("重 播", text) == "后来又重播"  # spaces as occurs_in
+    # spaces as occurs_in
+    assert clause_holding("12集", text) == "共12集" and clause_holding("重 播", text) == "后来又重播"
     english = "RRF was introduced by Cormack, Clarke and Büttcher in 2009. It sets k=60 (v1.5 too)."
     assert clause_holding("2009", english) == "Clarke and Büttcher in 2009"  # a comma before a space ends a clause
     assert clause_holding("k=60", english) == "It sets k=60 (v1.5 too)"  # "1.5" is not the end of a sentence
@@ -65,7 +66,8 @@ def test_grounded_needs_a_fact_from_the_passage_that_the_question_did_not_bring(
     crag_q = "How many parameters does the model that CRAG fine-tuned as its retrieval evaluator have?"
     assert grounded("The model has approximately 0.77B parameters.", crag, crag_q)  # a paraphrase around the fact
     assert not grounded("3", crag, crag_q)
-    assert grounded("2023 年 6 月 13 日", "OpenAI 于 2023 年 6 月 13 日推出了函数调用。", "OpenAI 是在哪一天推出函数调用功能的？")
+    assert grounded("2023 年 6 月 13 日", "OpenAI 于 2023 年 6 月 13 日推出了函数调用。",
+                    "OpenAI 是在哪一天推出函数调用功能的？")
 
 
 def test_drawn_from_wants_short_answers_whole_and_long_ones_mostly():

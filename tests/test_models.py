@@ -114,8 +114,9 @@ def test_local_model_structured_output_parses(offline_env):
 
 
 def test_send_fan_out_on_the_shared_local_model_does_not_crash():
-    # Streaming and structured-output branches run in parallel threads. Unserialised parallel calls on one llama.cpp context abort the whole process (GGML_ASSERT),
-    # so run the fan-out in a child process and check it exits cleanly with every branch answered.
+    # Streaming and structured-output branches run in parallel threads. Unserialised parallel calls on one llama.cpp
+    # context abort the whole process (GGML_ASSERT), so run the fan-out in a child process and check it exits cleanly
+    # with every branch answered.
     script = textwrap.dedent(
         """
         import operator
@@ -204,3 +205,55 @@ def test_with_query_cache_embeds_a_repeated_query_once_and_keeps_the_passage_cac
     remembering.embed_documents(["a passage"])
     assert model.documents == ["a passage"] and len(list(passages.yield_keys())) == 1  # the passage cache is shared
     assert with_query_cache(model).embed_query("x") == [1.0, 1.0]  # plain embeddings get a cache of their own
+
+
+def test_only_the_indexer_adds_vectors_to_the_disk_cache(offline_env, tmp_path, milvus):
+    """get_embeddings() caches the vectors of indexed chunks on disk; queries, HyDE passages, semantic chunking's
+    sentences and reranked candidates are computed each time, so the cache grows with the corpus, not the questions.
+    The chat model writing the HyDE passage is the TEST DOUBLE of tests/test_router.py."""
+    from langchain_core.documents import Document
+    from test_router import ScriptedChatModel
+
+    from rag_lib.chunking import Chunker
+    from rag_lib.index import index_directory
+    from rag_lib.models import get_embeddings
+    from rag_lib.rerank import EmbeddingReranker
+    from rag_lib.retriever import Retriever
+    from rag_lib.store import DEFAULT_COLLECTION
+    from rag_lib.strategies import search
+
+    offline_env.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
+    get_embeddings.cache_clear()
+    try:
+        cached = get_embeddings()
+
+        def cache_files() -> int:
+            return sum(1 for p in (tmp_path / "cache" / "embeddings").rglob("*") if p.is_file())
+
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        text = ("The Zephyr cafeteria opens at 7:30 on weekdays. It opens at 9:00 on Sundays. "
+                "HNSW is a graph index for vectors. Its ef parameter trades speed for recall.")
+        (docs / "notes.txt").write_text(text, encoding="utf-8")
+        semantic = Chunker("semantic", chunk_size=100)
+        report = index_directory(milvus, docs, cached, chunker=semantic, progress=False)
+        assert report.chunks_written >= 2 and cache_files() == report.chunks_written  # chunks, not their sentences
+
+        Chunker("semantic").split(text + " A new sentence to compare.", cached)
+        cached.embed_query("When does the cafeteria open?")
+        Retriever(client=milvus, embeddings=cached, k=1).invoke("When does the cafeteria open on Sundays?")
+        found, used, _ = search(milvus, cached, ScriptedChatModel(), "When does the cafeteria open on Sundays?", "hyde")
+        assert used.startswith("HyDE") and found
+        model, computed = cached.underlying_embeddings, []
+        embed = model.embed_documents
+        offline_env.setattr(model, "embed_documents", lambda texts: computed.extend(texts) or embed(texts))  # a spy
+        chunk = milvus.query(DEFAULT_COLLECTION, filter="chunk_index == 0", output_fields=["text"], limit=1)[0]["text"]
+        reranked = EmbeddingReranker(cached).rerank("cafeteria", [Document(chunk), Document("Not indexed.")], 1)
+        assert len(reranked) == 1 and computed == ["Not indexed."]  # an indexed chunk's vector is read from the cache
+        assert cache_files() == report.chunks_written  # none of them added a file
+
+        (docs / "more.txt").write_text("Milvus Lite keeps a database in a folder.", encoding="utf-8")
+        assert index_directory(milvus, docs, cached, chunker=semantic, progress=False).chunks_written == 1
+        assert cache_files() == report.chunks_written + 1
+    finally:
+        get_embeddings.cache_clear()  # the next test gets the embeddings its own environment names

@@ -41,7 +41,8 @@ def source_text(source: str) -> str:
 
 
 def mentions(text: str, answer: str) -> bool:
-    """True if `answer` occurs in `text`, ignoring case; an ASCII word or number must stand alone ("12" is not in "2012")."""
+    """True if `answer` occurs in `text`, ignoring case; an ASCII word or number must stand alone ("12" is not in
+    "2012")."""
     left = r"(?<![A-Za-z0-9])" if re.match(r"[A-Za-z0-9]", answer) else ""
     right = r"(?![A-Za-z0-9])" if re.search(r"[A-Za-z0-9]$", answer) else ""
     return re.search(left + re.escape(answer) + right, text, flags=re.IGNORECASE) is not None

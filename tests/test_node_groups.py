@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from test_advanced import DOCS, ScriptedChatModel, chunks, docs  # noqa: F401  (fixtures and the test double)
+from small_docs import DOCS
+from test_advanced import ScriptedChatModel
 
 from rag_lib import node_groups as ng
 from rag_lib.advanced import multi_path_search
@@ -18,10 +19,13 @@ from rag_lib.retriever import Retriever
 from rag_lib.store import field_filter
 
 GROUPS = {  # hand-written groups of the three DOCS, as the LLM would return them
-    "hnsw.md": {"summary": "How the HNSW graph index is built and searched.", "keywords": ["HNSW", "M", "efConstruction"],
-                "qa_pairs": [{"question": "How many neighbours per node does Milvus use by default?", "answer": "M = 16"}] * 3},
+    "hnsw.md": {"summary": "How the HNSW graph index is built and searched.",
+                "keywords": ["HNSW", "M", "efConstruction"],
+                "qa_pairs": [{"question": "How many neighbours per node does Milvus use by default?",
+                              "answer": "M = 16"}] * 3},
     "bm25.md": {"summary": "The BM25 ranking function for keyword search.", "keywords": ["BM25", "k1", "b"],
-                "qa_pairs": [{"question": "Why are long documents penalised in keyword ranking?", "answer": "they repeat words by chance"}] * 3},
+                "qa_pairs": [{"question": "Why are long documents penalised in keyword ranking?",
+                              "answer": "they repeat words by chance"}] * 3},
     "ivf_zh.txt": {"summary": "IVF 索引用聚类加速向量搜索。", "keywords": ["IVF", "nlist", "nprobe"],
                    "qa_pairs": [{"question": "nprobe 调大会怎样？", "answer": "召回越高、速度越慢"}] * 3},
 }
@@ -51,8 +55,9 @@ def test_answers_not_taken_from_the_source_are_dropped():
     assert drawn_from("M = 16", text) and drawn_from("milvus uses m=16", text)  # case and spaces ignored
     assert not drawn_from("H2O", text) and not drawn_from("", text)
     assert not drawn_from("Paris", "pairwise comparison of two answers")  # short answers match whole words
-    invented = {**GROUPS["hnsw.md"], "qa_pairs": [{"question": "What is the chemical formula for water?", "answer": "H2O"},
-                                                  *GROUPS["hnsw.md"]["qa_pairs"][:2]]}
+    invented = {**GROUPS["hnsw.md"],
+                "qa_pairs": [{"question": "What is the chemical formula for water?", "answer": "H2O"},
+                             *GROUPS["hnsw.md"]["qa_pairs"][:2]]}
     rows = ng.group_rows(invented, "docs/hnsw.md", "p", "document", text=text)
     assert [r["kind"] for r in rows] == ["summary", "keywords", "qa"] and "water" not in rows[2]["text"]
     assert len(ng.group_rows(invented, "docs/hnsw.md", "p", "document")) == 4  # without the text nothing is checked

@@ -17,7 +17,9 @@ class Canned:
     parents' best scores, it answers from `every` (a parent missing there: 0.0, as a BM25 search with no shared term);
     its lowest score for any row is `floor`."""
 
-    def __init__(self, hits: list[tuple[str, float]], every: dict[str, float] | None = None, floor: float = 0.0) -> None:
+    def __init__(
+        self, hits: list[tuple[str, float]], every: dict[str, float] | None = None, floor: float = 0.0
+    ) -> None:
         self.hits, self.every, self.floor = hits, every or {}, floor
 
     def lowest_score(self, queries: list[str]) -> list[float]:

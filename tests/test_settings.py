@@ -13,7 +13,13 @@ import pytest
 from rag_lib import gguf, loaders, prompts, store
 from rag_lib.models import chat_settings, embedding_settings
 from rag_lib.settings import (
-    NATIVE_LIBRARY_DEFAULTS, PROJECT_ROOT, ConfigError, Settings, describe, set_native_library_defaults, settings,
+    NATIVE_LIBRARY_DEFAULTS,
+    PROJECT_ROOT,
+    ConfigError,
+    Settings,
+    describe,
+    set_native_library_defaults,
+    settings,
 )
 
 

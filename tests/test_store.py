@@ -11,9 +11,25 @@ from pymilvus.exceptions import MilvusException
 
 from rag_lib import store
 from rag_lib.store import (
-    DEFAULT_COLLECTION, JIEBA_ANALYZER_PARAMS, SPARSE_SEARCH_PARAMS, chunk_id, close, collection_dim, connect,
-    count_rows, database_name, ensure_collection, ensure_collection_for, field_filter, lite_path, make_row, milvus_uri,
-    opened, quote,
+    DEFAULT_COLLECTION,
+    JIEBA_ANALYZER_PARAMS,
+    SPARSE_SEARCH_PARAMS,
+    MilvusPathError,
+    chunk_id,
+    close,
+    collection_dim,
+    connect,
+    count_rows,
+    database_name,
+    ensure_collection,
+    ensure_collection_for,
+    field_filter,
+    lite_path,
+    make_row,
+    milvus_uri,
+    opened,
+    query_all,
+    quote,
 )
 
 
@@ -82,7 +98,8 @@ def test_any_stored_string_is_matched_and_deleted_exactly_through_quote(milvus):
     for value in ODD_VALUES:
         found = milvus.query(DEFAULT_COLLECTION, filter=field_filter("source", value), output_fields=["source"])
         assert [r["source"] for r in found] == [value]
-        assert count_rows(milvus, DEFAULT_COLLECTION, field_filter("source", value, exclude=True)) == len(ODD_VALUES) - 1
+        assert (count_rows(milvus, DEFAULT_COLLECTION, field_filter("source", value, exclude=True))
+                == len(ODD_VALUES) - 1)
     assert field_filter("source", ODD_VALUES[0]) == f"source == {quote(ODD_VALUES[0])}"
     assert field_filter("source", []) == ""  # no values: no filter
     pair = field_filter("source", [ODD_VALUES[3], ODD_VALUES[6]])
@@ -115,27 +132,32 @@ def test_second_process_gets_a_clear_lock_error(tmp_path):
 
 
 HOLDER = """
-import sys
-from rag_lib.store import close, connect, ensure_collection
+import gc, sys
+from rag_lib.store import close, connect, ensure_collection, make_row
 client = connect(uri=sys.argv[1])
 ensure_collection(client, 2)
-close(client)
+client.insert("rag_docs", [make_row("a.md", "kept by process A") | {"dense": [1.0, 0.0]}])
+%s
 print("CLOSED", flush=True)
 sys.stdin.read()  # stay alive until the parent is done
 """
 
 
-def test_close_lets_another_process_open_the_database(tmp_path):
-    """`client.close()` alone keeps Lite's lock until the process exits; `store.close` releases it."""
+@pytest.mark.parametrize("let_go", ["client.close()", "close(client)", "del client; gc.collect()"])
+def test_a_closed_or_dropped_client_lets_another_process_open_the_database(tmp_path, let_go):
+    """Milvus Lite 3.2.2 keeps its lock after MilvusClient.close() until the process exits; a client from `connect`
+    frees it when closed (also by `store.close`) or garbage-collected, while its process goes on running."""
     uri = str(tmp_path / "shared.db")
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, uri], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER % let_go, uri], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "CLOSED\n"
         with opened(uri=uri) as client:  # the holder is still running
-            assert client.has_collection(DEFAULT_COLLECTION)
+            client.load_collection(DEFAULT_COLLECTION)
+            assert [r["text"] for r in client.query(DEFAULT_COLLECTION, filter="", output_fields=["text"])] == [
+                "kept by process A"]
         again = connect(uri=uri)  # released by the with block: this process can open it anew
-        close(again)
+        again.close()
     finally:
         holder.communicate("", timeout=60)
     assert holder.returncode == 0
@@ -151,6 +173,32 @@ def test_close_keeps_the_server_while_another_client_of_this_process_uses_it(tmp
     probe = f"from rag_lib.store import connect; print(connect(uri={uri!r}).has_collection({DEFAULT_COLLECTION!r}))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stderr[-2000:]
+
+
+def test_a_database_path_that_is_a_file_names_the_path_and_the_fix(tmp_path):
+    old = tmp_path / "old.db"
+    old.write_bytes(b"a database file from an older milvus-lite")
+    with pytest.raises(MilvusPathError, match=f"{old} is a file, .*move or delete that file, or pass another path"):
+        connect(uri=str(old))
+    assert old.read_bytes() == b"a database file from an older milvus-lite"  # left as it was
+
+
+def insert_generated(client, n: int, collection: str = DEFAULT_COLLECTION, **fields) -> None:
+    """`n` rows of the course schema straight into Milvus, with cheap 2-d vectors (no embedding model)."""
+    rows = [make_row(f"f{i:05}.md", f"row {i}", language="en", **fields) | {"dense": [1.0, i / n]} for i in range(n)]
+    for start in range(0, n, 5000):
+        client.insert(collection, rows[start : start + 5000])
+
+
+def test_query_all_reads_every_row_past_one_query_s_limit(milvus):
+    """A query returns at most 16,384 rows (its `limit`); query_all pages through all of them."""
+    ensure_collection(milvus, 2)
+    insert_generated(milvus, 16_500)
+    assert len(milvus.query(DEFAULT_COLLECTION, filter="chunk_index == 0", output_fields=["source"], limit=16_384)) \
+        == 16_384
+    rows = query_all(milvus, DEFAULT_COLLECTION, "chunk_index == 0", ["source"])
+    assert len(rows) == 16_500 and len({r["source"] for r in rows}) == 16_500
+    assert len(query_all(milvus, DEFAULT_COLLECTION, field_filter("source", ["f00001.md", "f16499.md"]))) == 2
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 import pytest
+from doubles import ToolCallingDouble, tool_call
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, Field
@@ -265,7 +265,8 @@ def test_an_unusable_evaluation_leaves_the_streamed_answer_standing(milvus, embe
                                         evaluate=True):
         tokens += [payload] if kind == "token" else []
         final = payload if kind == "done" else final
-    assert "".join(tokens) == final["answer"] == llm.answer
+    assert "".join(tokens) == llm.answer  # streamed as written; the reply below it may carry the support check's note
+    assert final["answer"].split("\n")[0] == llm.answer
     assert [final["scores"][k] for k in ("faithfulness", "relevance", "completeness")] == [None] * 3
     assert final["scores"]["mean_similarity"] > 0 and final["llm_calls"] == 3
     assert any(n.startswith("LLM evaluation unavailable: AnswerGrade: ") for n in final["notes"])
@@ -317,7 +318,7 @@ def test_crag_counts_an_unusable_grade_as_not_relevant_and_searches_the_key_term
     assert [(g["relevant"], g["decided_by"]) for g in final["grades"]] == [(False, "llm"), (False, "similarity")]
     assert final["action"] == "incorrect" and final["llm_calls"] == 3
     assert web.queries == [key_terms(CRAG_QUESTION)] == ["tokenizer milvus chinese analyzer use"]
-    assert final["answer"] == llm.answer  # answered from the web page
+    assert final["answer"].split("\n")[0] == llm.answer  # answered from the web page (the fake's words: flagged)
 
 
 def test_key_terms_keep_each_word_once_and_drop_words_inside_longer_ones():

@@ -1,5 +1,5 @@
 """Tests for rag_lib.websearch: offline BM25 ranking and parsing, Tavily (recorded responses, a silent server), backend
-selection."""
+selection, and the web policy (time limit, which failures are worth another try, what counts as a failure)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,21 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
+import requests
 from langchain_core.documents import Document
 
 from rag_lib.websearch import (
     OfflineWebSearch,
     TavilyWebSearch,
     WebSearchError,
+    WebSearchTimeout,
     get_web_search,
+    is_transient,
     parse_page,
+    search_pages,
+    search_with_limit,
 )
 
 PAGES = {
@@ -162,32 +168,40 @@ def test_tavily_maps_a_recorded_answer_to_documents() -> None:
 
 @pytest.mark.vcr
 def test_tavily_401_names_the_api_key() -> None:
-    with pytest.raises(WebSearchError, match=r"InvalidAPIKeyError: Unauthorized: missing or invalid API key.*TAVILY"):
+    with pytest.raises(WebSearchError, match=r"InvalidAPIKeyError: Unauthorized: missing or invalid API key.*TAVILY") \
+            as failure:
         TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
+    assert not is_transient(failure.value)  # the same key is refused again
 
 
 @pytest.mark.vcr
 def test_tavily_432_plan_limit_is_a_websearch_error() -> None:
-    with pytest.raises(WebSearchError, match=r"ForbiddenError: This request exceeds your plan's set usage limit"):
+    with pytest.raises(WebSearchError, match=r"ForbiddenError: This request exceeds your plan's set usage limit") \
+            as failure:
         TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
+    assert not is_transient(failure.value)
 
 
 @pytest.mark.vcr
 def test_tavily_429_rate_limit_is_a_websearch_error() -> None:
-    with pytest.raises(WebSearchError, match=r"UsageLimitExceededError: .*excessive requests.*wait and retry"):
+    with pytest.raises(WebSearchError, match=r"UsageLimitExceededError: .*excessive requests.*wait and retry") \
+            as failure:
         TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
+    assert not is_transient(failure.value)  # a 4xx: a retry a second later is refused too
 
 
 @pytest.mark.vcr
 def test_tavily_500_is_a_websearch_error() -> None:
-    with pytest.raises(WebSearchError, match=r"Tavily web search failed: HTTPError: 500 Server Error"):
+    with pytest.raises(WebSearchError, match=r"Tavily web search failed: HTTPError: 500 Server Error") as failure:
         TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
+    assert is_transient(failure.value)  # a server error: worth another try
 
 
 @pytest.mark.vcr
 def test_tavily_result_without_url_is_an_unexpected_response() -> None:
-    with pytest.raises(WebSearchError, match="unexpected response: KeyError"):
+    with pytest.raises(WebSearchError, match="unexpected response: KeyError") as failure:
         TavilyWebSearch(FAKE_KEY).search(TAVILY_QUERY, k=3)
+    assert not is_transient(failure.value)
 
 
 def test_cassettes_hold_no_api_key() -> None:
@@ -246,8 +260,9 @@ def test_tavily_timeout_is_a_websearch_error(monkeypatch: pytest.MonkeyPatch) ->
     with SilentServer() as server:
         search = TavilyWebSearch(FAKE_KEY, timeout=0.5, base_url=server.url)
         started = time.monotonic()
-        with pytest.raises(WebSearchError, match=r"Tavily web search timed out after 0.5s"):
+        with pytest.raises(WebSearchTimeout, match=r"Tavily web search timed out after 0.5s") as failure:
             search.search(TAVILY_QUERY, k=3)
+        assert is_transient(failure.value)
         assert time.monotonic() - started < 5
     head, _, body = server.received.partition(b"\r\n\r\n")
     assert head.startswith(b"POST /search HTTP/1.1")
@@ -259,8 +274,9 @@ def test_tavily_connection_refused_is_a_websearch_error(monkeypatch: pytest.Monk
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     with socket.create_server(("127.0.0.1", 0)) as closed:
         port = closed.getsockname()[1]
-    with pytest.raises(WebSearchError, match=r"Tavily web search failed: ConnectionError"):
+    with pytest.raises(WebSearchError, match=r"Tavily web search failed: ConnectionError") as failure:
         TavilyWebSearch(FAKE_KEY, timeout=2.0, base_url=f"http://127.0.0.1:{port}").search(TAVILY_QUERY)
+    assert is_transient(failure.value)  # requests' ConnectionError, which the WebSearchError was raised from
 
 
 def test_tavily_validates_key_and_query() -> None:
@@ -297,3 +313,94 @@ def test_get_web_search_missing_folder_names_folder_and_env(monkeypatch: pytest.
         get_web_search(missing)
     assert str(missing) in str(excinfo.value)
     assert "TAVILY_API_KEY" in str(excinfo.value)
+
+
+def raised_from(cause: BaseException) -> WebSearchError:
+    """A WebSearchError raised from `cause`, as the Tavily backend wraps what its SDK raises."""
+    try:
+        raise WebSearchError(f"Tavily web search failed: {type(cause).__name__}: {cause}") from cause
+    except WebSearchError as error:
+        return error
+
+
+def requests_http_error(status: int) -> requests.HTTPError:
+    """requests' HTTPError carrying a real Response with `status` (a 5xx Response is falsy: the test covers it)."""
+    response = requests.Response()
+    response.status_code = status
+    return requests.HTTPError(f"{status} Error", response=response)
+
+
+def httpx_status_error(status: int) -> httpx.HTTPStatusError:
+    """httpx's HTTPStatusError for a real Request/Response pair with `status`."""
+    request = httpx.Request("POST", "https://api.tavily.com/search")
+    return httpx.HTTPStatusError(f"{status}", request=request, response=httpx.Response(status, request=request))
+
+
+@pytest.mark.parametrize(
+    "error, transient",
+    [(WebSearchTimeout("no answer"), True), (TimeoutError(), True), (ConnectionRefusedError(), True),
+     (raised_from(requests.ConnectionError("refused")), True), (raised_from(requests.ReadTimeout("slow")), True),
+     (raised_from(httpx.ConnectTimeout("slow")), True), (raised_from(requests_http_error(500)), True),
+     (requests_http_error(503), True), (httpx_status_error(502), True),
+     (raised_from(requests_http_error(404)), False), (requests_http_error(429), False),
+     (httpx_status_error(401), False),
+     (WebSearchError("unknown"), False), (ValueError("empty query"), False), (KeyError("results"), False),
+     (OSError(2, "No such file"), False)],
+    ids=["WebSearchTimeout", "TimeoutError", "ConnectionRefused", "requests-connection", "requests-timeout",
+         "httpx-timeout", "wrapped-500", "503", "httpx-502", "wrapped-404", "429", "httpx-401", "WebSearchError",
+         "ValueError", "KeyError", "OSError"],
+)
+def test_only_time_limits_lost_connections_and_server_errors_are_transient(error, transient) -> None:
+    assert is_transient(error) is transient
+
+
+def test_an_error_raised_from_itself_is_not_an_endless_loop() -> None:
+    error = WebSearchError("loop")
+    error.__cause__ = error
+    assert is_transient(error) is False
+
+
+class SlowWeb:
+    """TEST DOUBLE for a web backend that answers after `delay` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def search(self, query: str, k: int = 4) -> list[Document]:
+        time.sleep(self.delay)
+        return [Document("late page")]
+
+
+def test_search_with_limit_gives_up_on_a_slow_backend_in_time() -> None:
+    started = time.monotonic()
+    with pytest.raises(WebSearchTimeout, match=r"SlowWeb gave no answer within 0.2 s \(raise web_timeout"):
+        search_with_limit(SlowWeb(2.0), "query", 3, timeout=0.2)
+    assert time.monotonic() - started < 1.0
+    assert search_with_limit(SlowWeb(0.0), "query", 3, timeout=2.0) == [Document("late page")]
+
+
+def test_search_with_limit_hands_the_backends_own_error_to_the_caller(corpus_dir: Path) -> None:
+    with pytest.raises(ValueError, match="query is empty"):
+        search_with_limit(OfflineWebSearch.from_directory(corpus_dir), " ", 3)
+
+
+def test_search_pages_keeps_documents_and_fails_without_any(corpus_dir: Path) -> None:
+    pages, problems = search_pages(OfflineWebSearch.from_directory(corpus_dir), "Milvus HNSW", 1)
+    assert [p.metadata["title"] for p in pages] == ["Milvus vector database"] and problems == []
+
+    class Returning:
+        """TEST DOUBLE for a backend outside the protocol: it returns what it was given."""
+
+        def __init__(self, value: object) -> None:
+            self.value = value
+
+        def search(self, query: str, k: int = 4) -> object:
+            return self.value
+
+    page = Document("a page")
+    dropped = ["dropped 1 result(s) that are not Documents (str)"]
+    assert search_pages(Returning([page, "text"]), "q", 3) == ([page], dropped)
+    with pytest.raises(WebSearchError, match="the backend returned NoneType, not a list of Documents"):
+        search_pages(Returning(None), "q", 3)
+    with pytest.raises(WebSearchError, match=r"dropped 2 result\(s\) that are not Documents \(dict, str\)"):
+        search_pages(Returning(["text", {"content": "x"}]), "q", 3)

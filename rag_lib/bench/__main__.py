@@ -7,20 +7,29 @@ import sys
 
 BENCHMARKS = {
     "quickstart": "model assembly/load, indexing throughput, per-question latency of the quickstart",
-    "answers": "answers on CMRC 2018 (all local / half web): LLM-only, RAG, CRAG, judge (generative, extractive), gold; resumable",
+    "answers": "answers on CMRC 2018 (all local / half web): LLM-only, RAG, CRAG, judge (generative, extractive), "
+        "gold; resumable",
     "index": "indexing stages, ANN sweep (FLAT/IVF/HNSW recall@10 vs latency, build, size), Lite's dropped params",
     "retrieval": "CMRC 2018 retrieval quality + latency per pipeline, beside a rank_bm25/numpy peer baseline",
     "agent": "agentic RAG (create_agent, tool-or-answer decoding) beside Corrective RAG: first-step choice, answers",
     "chat": "follow-up questions with memory: as written vs condensed vs joined, hit@1/@3 and answers (data/docs)",
-    "components": "LangChain's retrievers, compressors and splitters beside the rag_lib helpers doing the same job (CMRC)",
-    "router": "the app router's action on 64 labelled requests: the model alone and after the app's rules (per action, CIs)",
+    "components": "LangChain's retrievers, compressors and splitters beside the rag_lib helpers doing the same "
+        "job (CMRC)",
+    "router": "the app router's action on 64 labelled requests: the model alone and after the app's rules "
+        "(per action, CIs)",
     "fusion": "TF-IDF vs BM25, RRF's k and the weighted dense share swept, against hybrid RRF k=60 (CMRC)",
-    "ceiling": "the last points of recall: six granularities and fields fused per context, tuned on half, checked on half",
-    "crossing": "where HNSW overtakes FLAT: clustered vectors at 1k-200k through Milvus Lite, faiss and numpy (recall, CPU, latency)",
-    "embeddings": "a second embedding model (USE, 512-d) beside e5 in one collection: each alone, fused, and indexing speed",
-    "lite": "Milvus Lite: BM25 statistics per segment (unflushed / one / many flushes), latency at 1k-100k chunks, profile",
-    "multihop": "51 two-hop questions over data/: plain RAG vs the recursive judge (follow-ups, calls, seconds); resumable",
-    "judging": "the judge's 0/1/2 against 97 labelled passages (data/judge_labels.json): agreement, confusion, Wilson CI",
+    "ceiling": "the last points of recall: six granularities and fields fused per context, tuned on half, "
+        "checked on half",
+    "crossing": "where HNSW overtakes FLAT: clustered vectors at 1k-200k through Milvus Lite, faiss and numpy "
+        "(recall, CPU, latency)",
+    "embeddings": "a second embedding model (USE, 512-d) beside e5 in one collection: each alone, fused, "
+        "and indexing speed",
+    "lite": "Milvus Lite: BM25 statistics per segment (unflushed / one / many flushes), latency at 1k-100k "
+        "chunks, profile",
+    "multihop": "51 two-hop questions over data/: plain RAG vs the recursive judge (follow-ups, calls, "
+        "seconds); resumable",
+    "judging": "the judge's 0/1/2 against 97 labelled passages (data/judge_labels.json): agreement, confusion, "
+        "Wilson CI",
     "builds": "two llama.cpp builds (portable AVX2 vs e.g. AVX-512) on the same answer prompts: prompt tok/s, answers",
     "advanced": "notebook 05's query transforms and paths on 37 cross-lingual questions: file recall@3, MRR, CIs",
 }

@@ -30,7 +30,13 @@ from pymilvus import MilvusClient
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.advanced import (
-    LANGUAGES, expand_query, hypothetical_passage, multi_path_search, rrf_merge, search_by_vector, translate_query,
+    LANGUAGES,
+    expand_query,
+    hypothetical_passage,
+    multi_path_search,
+    rrf_merge,
+    search_by_vector,
+    translate_query,
     union_search,
 )
 from rag_lib.bench import MEASURED_ANALYZER, format_table, timed, write_results

@@ -89,8 +89,8 @@ def run_choice(llm: BaseChatModel, tools: list, questions: list[dict], native: b
         rows.append({"question": item["question"], "kind": item["kind"], "wanted": item["first_step"],
                      "chosen": chosen, "right": chosen == item["first_step"], "error": error,
                      "s": round(time.perf_counter() - started, 2)})
-        print(f"  {'ok ' if rows[-1]['right'] else 'BAD'} {item['first_step']:11} -> {chosen:11} {item['question'][:50]}",
-              flush=True)
+        print(f"  {'ok ' if rows[-1]['right'] else 'BAD'} {item['first_step']:11} -> {chosen:11} "
+              f"{item['question'][:50]}", flush=True)
     return {"rows": rows, "summary": proportions(rows, "right")}
 
 
@@ -138,8 +138,8 @@ def run_compare(llm: BaseChatModel, retriever: Retriever, web, questions: list[d
                 "completion_tokens": counter.completion_tokens, "s": round(time.perf_counter() - started, 2),
             })
             r = rows[-1]
-            print(f"  {pipeline:5} {str(r['correct']):5} {'+'.join(tools) or '-':24} {r['s']:6}s {item['question'][:40]}",
-                  flush=True)
+            print(f"  {pipeline:5} {str(r['correct']):5} {'+'.join(tools) or '-':24} {r['s']:6}s "
+                  f"{item['question'][:40]}", flush=True)
     return {"rows": rows, "summary": compare_summary(rows)}
 
 

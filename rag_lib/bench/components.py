@@ -31,7 +31,13 @@ from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows 
 from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
 from rag_lib.bench import MEASURED_ANALYZER, format_table, percentile, write_results
 from rag_lib.bench.retrieval import (
-    CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_collection, to_contexts,
+    CANDIDATES,
+    Search,
+    chunk_contexts,
+    cmrc_parser,
+    cmrc_run,
+    load_collection,
+    to_contexts,
 )
 from rag_lib.chunking import SEPARATORS, recursive_split
 from rag_lib.cmrc import Dataset, dataset_label

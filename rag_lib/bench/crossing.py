@@ -38,7 +38,8 @@ Search = Callable[[np.ndarray], np.ndarray]
 
 def in_process(search: Search, queries: np.ndarray, truth: np.ndarray, single: int) -> dict[str, float]:
     """Recall@K, CPU ms per query in calls of BATCH, and p50 wall ms of one query per call, for an in-process search."""
-    found = np.vstack([search(queries[s : s + n]) for s, n in zip(range(0, len(queries), BATCH), batch_lengths(len(queries)))])
+    found = np.vstack([search(queries[s : s + n])
+                       for s, n in zip(range(0, len(queries), BATCH), batch_lengths(len(queries)))])
     cpu = time.process_time()
     for _ in range(REPEATS):
         for start in range(0, len(queries), BATCH):
@@ -55,10 +56,12 @@ def in_process(search: Search, queries: np.ndarray, truth: np.ndarray, single: i
 
 def peer_rows(vectors: np.ndarray, queries: np.ndarray, truth: np.ndarray, single: int) -> list[dict[str, Any]]:
     """numpy's exact scan, faiss FLAT and faiss HNSW (same build params as Lite's) on the same vectors."""
-    rows = [{"engine": "numpy", "index": "FLAT", **in_process(lambda q: exact_top_k(vectors, q, K), queries, truth, single)}]
+    rows = [{"engine": "numpy", "index": "FLAT",
+             **in_process(lambda q: exact_top_k(vectors, q, K), queries, truth, single)}]
     flat = faiss.IndexFlatIP(vectors.shape[1])
     flat.add(vectors)
-    rows.append({"engine": "faiss", "index": "FLAT", **in_process(lambda q: flat.search(q, K)[1], queries, truth, single)})
+    rows.append({"engine": "faiss", "index": "FLAT",
+                 **in_process(lambda q: flat.search(q, K)[1], queries, truth, single)})
     hnsw = faiss.IndexHNSWFlat(vectors.shape[1], HNSW["M"], faiss.METRIC_INNER_PRODUCT)
     hnsw.hnsw.efConstruction = HNSW["efConstruction"]
     cpu = time.process_time()
@@ -81,7 +84,8 @@ def lite_rows(sweep: Sweep, vectors: np.ndarray) -> list[dict[str, Any]]:
         sweep.measure("HNSW", HNSW, built, {"ef": ef})
     sweep.client.drop_collection(sweep.name)
     keep = (f"recall@{K}", "cpu_ms_per_query", "p50_single_ms", "p50_batched_ms", "build_cpu_s", "segments")
-    return [{"engine": "Milvus Lite", "index": r["index"], "ef": r["ef"], **{k: r[k] for k in keep}} for r in sweep.rows]
+    return [{"engine": "Milvus Lite", "index": r["index"], "ef": r["ef"], **{k: r[k] for k in keep}}
+            for r in sweep.rows]
 
 
 def crossing(rows: list[dict[str, Any]], engine: str, metric: str) -> dict[str, Any]:
@@ -95,7 +99,8 @@ def crossing(rows: list[dict[str, Any]], engine: str, metric: str) -> dict[str, 
         by_size[size] = {"FLAT": flat, "HNSW": min(good) if good else None}
     sizes = list(by_size)
     wins = [s for i, s in enumerate(sizes)
-            if all(by_size[t]["HNSW"] is not None and MARGIN * by_size[t]["HNSW"] < by_size[t]["FLAT"] for t in sizes[i:])]
+            if all(by_size[t]["HNSW"] is not None and MARGIN * by_size[t]["HNSW"] < by_size[t]["FLAT"]
+                   for t in sizes[i:])]
     return {"engine": engine, "metric": metric, "HNSW cheaper from": min(wins) if wins else None, "by size": by_size}
 
 
@@ -126,7 +131,8 @@ def main(argv: list[str]) -> None:
             vectors = clustered_vectors(size, seed=0)
             truth = exact_top_k(vectors, queries, K)
             sweep = Sweep(client, lite_dir, "crossing", queries, args.single, truth=truth)
-            rows += [{"vectors": size, **r} for r in lite_rows(sweep, vectors) + peer_rows(vectors, queries, truth, args.single)]
+            rows += [{"vectors": size, **r}
+                     for r in lite_rows(sweep, vectors) + peer_rows(vectors, queries, truth, args.single)]
     finally:
         client.close()
         shutil.rmtree(lite_dir.parent, ignore_errors=True)
@@ -137,7 +143,8 @@ def main(argv: list[str]) -> None:
     results["loadavg_end"] = os.getloadavg()
     print(format_table(rows))
     for c in results["crossings"]:
-        print(f'{c["engine"]:12} {c["metric"]:17} HNSW (recall >= {FLOOR}) {MARGIN}x cheaper than FLAT from {c["HNSW cheaper from"]} vectors')
+        print(f'{c["engine"]:12} {c["metric"]:17} HNSW (recall >= {FLOOR}) {MARGIN}x cheaper than FLAT '
+              f'from {c["HNSW cheaper from"]} vectors')
     print("wrote", write_results(args.out or ("crossing_quick" if args.quick else "crossing"), results))
 
 

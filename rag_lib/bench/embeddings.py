@@ -57,7 +57,8 @@ def pipelines(client, embeddings: Embeddings, use: Embeddings) -> dict[str, Sear
     """Every PIPELINES entry as a course Retriever over the two-model collection."""
     def retriever(kwargs: dict[str, Any]) -> Retriever:
         fields = kwargs.get("search_fields", [])
-        extra = {"field_embeddings": {FIELD: use}, "search_params": {FIELD: DENSE_SEARCH_PARAMS}} if FIELD in fields else {}
+        extra = ({"field_embeddings": {FIELD: use}, "search_params": {FIELD: DENSE_SEARCH_PARAMS}}
+                 if FIELD in fields else {})
         return Retriever(client=client, embeddings=embeddings, collection="two_models", k=CANDIDATES, **kwargs, **extra)
 
     return {name: milvus_search(retriever(kwargs)) for name, kwargs in PIPELINES.items()}
@@ -75,7 +76,9 @@ def paired(runs: dict[str, dict[str, list[float]]]) -> list[dict[str, Any]]:
     return rows
 
 
-def indexing_speed(client, contexts: list[str], embeddings: Embeddings, use: Embeddings, size: int, e5_sample: int) -> dict:
+def indexing_speed(
+    client, contexts: list[str], embeddings: Embeddings, use: Embeddings, size: int, e5_sample: int
+) -> dict:
     """Chunks per second of each model on `size` grown chunks (e5 on the first `e5_sample`), and the Milvus load."""
     rows = grown_rows(contexts, size)
     texts = [r["text"] for r in rows]
@@ -97,8 +100,10 @@ def indexing_speed(client, contexts: list[str], embeddings: Embeddings, use: Emb
 
 def main(argv: list[str]) -> None:
     parser = cmrc_parser("embeddings", __doc__)
-    parser.add_argument("--scale", type=int, default=SCALE, help=f"chunks in the indexing-speed corpus (default {SCALE})")
-    parser.add_argument("--e5-sample", type=int, default=E5_SAMPLE, help=f"of them embedded by e5 (default {E5_SAMPLE})")
+    parser.add_argument("--scale", type=int, default=SCALE,
+                        help=f"chunks in the indexing-speed corpus (default {SCALE})")
+    parser.add_argument("--e5-sample", type=int, default=E5_SAMPLE,
+                        help=f"of them embedded by e5 (default {E5_SAMPLE})")
     args = parser.parse_args(argv)
     run = cmrc_run(args)
     use = USEEmbeddings()

@@ -87,7 +87,8 @@ def main(argv: list[str]) -> None:
     texts = sorted({q.text for q in questions if q.text})
 
     def retriever(**kwargs) -> Search:
-        search = Retriever(client=client, embeddings=embeddings, collection="cmrc_chunks", **{"k": CANDIDATES, **kwargs})
+        search = Retriever(client=client, embeddings=embeddings, collection="cmrc_chunks",
+                           **{"k": CANDIDATES, **kwargs})
         return precomputed(milvus_batch(search), texts)
 
     pipelines: dict[str, Search] = {

@@ -35,7 +35,15 @@ from rag_lib.bench import MEASURED_ANALYZER, format_table, percentile, write_res
 from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.fusion import precomputed
 from rag_lib.bench.retrieval import (
-    BATCH, CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_batch, milvus_search,
+    BATCH,
+    CANDIDATES,
+    Search,
+    chunk_contexts,
+    cmrc_parser,
+    cmrc_run,
+    load_rows,
+    milvus_batch,
+    milvus_search,
     peer_bm25,
 )
 from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection

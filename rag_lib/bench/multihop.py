@@ -31,9 +31,25 @@ from tqdm import tqdm
 
 from rag_lib.bench import MEASURED_ANALYZER, RESULTS_DIR, format_table, write_results
 from rag_lib.bench.answers import (
-    JUDGE_MAX_DEPTH, JUDGE_MAX_LLM_CALLS, K, append_row, clear_prompt_cache, compare, describe, judge_context,
-    judge_extractive_context, model_name, names, print_seconds, rag_context, read_jsonl, rescored, run_pipeline,
-    token_counter_for, where_seconds_go, with_ci,
+    JUDGE_MAX_DEPTH,
+    JUDGE_MAX_LLM_CALLS,
+    K,
+    append_row,
+    clear_prompt_cache,
+    compare,
+    describe,
+    judge_context,
+    judge_extractive_context,
+    model_name,
+    names,
+    print_seconds,
+    rag_context,
+    read_jsonl,
+    rescored,
+    run_pipeline,
+    token_counter_for,
+    where_seconds_go,
+    with_ci,
 )
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph

@@ -43,7 +43,8 @@ def answer_timings(llm, retriever: Retriever, question: str) -> dict[str, float 
         text.append(str(chunk.content))
     end = time.perf_counter()
     gen_rate = (chunks - 1) / (end - first) if chunks > 1 else 0.0
-    return {**row, "ttft_s": first - start, "tokens_per_s": gen_rate, "total_s": retrieval + end - start, "answer": "".join(text)[:60]}
+    return {**row, "ttft_s": first - start, "tokens_per_s": gen_rate, "total_s": retrieval + end - start,
+            "answer": "".join(text)[:60]}
 
 
 def main(argv: list[str]) -> None:

@@ -27,7 +27,13 @@ from rag_lib.bench import format_table, percentile, write_results
 from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.cmrc import Dataset, Question, dataset_label, load_cmrc
 from rag_lib.evaluation import (
-    bootstrap_ci, contains_any, context_recall, context_relevance, paired_difference, recall_at_k, reciprocal_rank,
+    bootstrap_ci,
+    contains_any,
+    context_recall,
+    context_relevance,
+    paired_difference,
+    recall_at_k,
+    reciprocal_rank,
 )
 from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings, with_query_cache
@@ -35,7 +41,13 @@ from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 from rag_lib.store import (
-    JIEBA_ANALYZER_PARAMS, build_index_params, build_schema, connect, ensure_collection, make_row, seal,
+    JIEBA_ANALYZER_PARAMS,
+    build_index_params,
+    build_schema,
+    connect,
+    ensure_collection,
+    make_row,
+    seal,
 )
 from rag_lib.text import tokenize
 
@@ -71,7 +83,9 @@ BatchSearch = Callable[[list[str]], list[list[tuple[str, str]]]]
 def cmrc_parser(name: str, description: str | None) -> argparse.ArgumentParser:
     """The options every CMRC benchmark takes: --cmrc, --n (a seeded sample of questions), --out (default: name)."""
     parser = argparse.ArgumentParser(prog=f"python -m rag_lib.bench {name}", description=description)
-    parser.add_argument("--cmrc", "--data", dest="cmrc", help="a CMRC 2018 JSON file, trial or dev (default: the trial set in data/cmrc2018, or $CMRC_PATH)")
+    parser.add_argument("--cmrc", "--data", dest="cmrc",
+                        help="a CMRC 2018 JSON file, trial or dev (default: the trial set in data/cmrc2018, "
+                             "or $CMRC_PATH)")
     parser.add_argument("--n", type=int, default=0, help="questions to run (0 = all); a seeded sample")
     parser.add_argument("--out", default=name, help="results name under bench_results/")
     return parser
@@ -132,7 +146,8 @@ def load_rows(
     step = min(INSERT_BATCH, flush_every or INSERT_BATCH)
     for at in range(0, len(rows), step):
         block = {field: v[at : at + step] for field, v in vectors.items()}
-        client.insert(name, [{**r, **{f: b[i].tolist() for f, b in block.items()}} for i, r in enumerate(rows[at : at + step])])
+        client.insert(name, [{**r, **{f: b[i].tolist() for f, b in block.items()}}
+                             for i, r in enumerate(rows[at : at + step])])
         if flush_every and ((at + step) % flush_every < step or at + step >= len(rows)):
             seal(client, name)
     client.load_collection(name)
@@ -377,7 +392,8 @@ def main(argv: list[str]) -> None:
     by_name = {row["pipeline"]: row for row in rows}
     sparse = {"peer: rank_bm25 (jieba), numpy", BM25, BM25_JIEBA, CLIENT_BM25}  # compared with rank_bm25
     for row in rows:
-        peer = by_name["peer: rank_bm25 (jieba), numpy" if row["pipeline"] in sparse else "peer: dense e5, numpy brute force"]
+        peer = by_name["peer: rank_bm25 (jieba), numpy" if row["pipeline"] in sparse
+                       else "peer: dense e5, numpy brute force"]
         row["R@1 / peer"] = row["R@1"] / peer["R@1"]
         row["p50 / peer"] = row["p50 ms"] / peer["p50 ms"]
         # None: not run batched (rank_bm25 and EnsembleRetriever have no batch API; the two fusion variants are
@@ -389,15 +405,15 @@ def main(argv: list[str]) -> None:
     compared = [FUSED, FUSED_COMPLETE, FUSED_JIEBA, FUSED_WIDE, FUSED_CLIENT, ENSEMBLE, PARENT_CHILD,
                 "hybrid weighted 0.6 dense / 0.4 BM25, min-max"]
     fusion = {
-        "weights": FUSION_WEIGHTS, "signal candidates": SIGNAL_CANDIDATES, "weights chosen on": "half A (bench ceiling)",
-        "complete: rows per search": COMPLETE_CANDIDATES,
+        "weights": FUSION_WEIGHTS, "signal candidates": SIGNAL_CANDIDATES,
+        "weights chosen on": "half A (bench ceiling)", "complete: rows per search": COMPLETE_CANDIDATES,
         "all": held_out(per_question, np.ones(len(questions), dtype=bool), compared),
         "half B (held out)": held_out(per_question, np.array([q.context_id not in half for q in questions]), compared),
     }
     print(format_table([{"pipeline": n, **{k: v for k, v in r.items() if "CI" not in k}}
                         for n, r in fusion["half B (held out)"].items()]))
-    meta = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks), "children": len(children),
-            "candidates": CANDIDATES, "batch": BATCH, "dataset": dataset_label(args.cmrc),
+    meta = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks),
+            "children": len(children), "candidates": CANDIDATES, "batch": BATCH, "dataset": dataset_label(args.cmrc),
             "BM25 analyzer": "ANALYZER_PARAMS (jieba, lowercase, stop filter); JIEBA_ANALYZER_PARAMS in the rows "
                              "without the stop filter"}
     print("\nwrote", write_results(args.out, {"setup": meta, "pipelines": rows, "per-context fusion": fusion}))

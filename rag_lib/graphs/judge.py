@@ -49,7 +49,7 @@ from langgraph.types import Overwrite, Send
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
-from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, refusal_for
+from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, fresh_run, refusal_for
 from rag_lib.matching import grounded
 from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
@@ -122,6 +122,12 @@ class JudgeState(TypedDict, total=False):
     sub_answers: Annotated[list[dict], operator.add]  # one per explored chunk (answer, passages read), by the children
     llm_calls: Annotated[int, operator.add]  # calls made by this run and, added up, by its children
     answer: str  # the final answer, written by generate or refuse
+
+
+# what one question writes after `retrieve`, with its empty value; retrieve empties what the thread's last run left
+PER_RUN = {
+    "judgments": Overwrite([]), "plan": [], "sub_answers": Overwrite([]), "llm_calls": Overwrite(0), "answer": "",
+}
 
 
 class JudgeTask(TypedDict):
@@ -204,20 +210,15 @@ def answer_documents(state: JudgeState, folded: bool = True) -> list[Document]:
 
 
 def retrieve(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
-    """The chunks for the question; also the run's depth and budget and clean lists for its records."""
+    """The chunks for the question, and the run's depth and budget; empties what the thread's last question left
+    (PER_RUN: its records, plan, calls and answer; the thread's history keeps the old run)."""
     if runtime.context is None:
         raise ValueError("the judge graph was run without its context: pass context=JudgeContext(retriever=..., "
                          "llm=...) to invoke or stream")
-    # Overwrite: a thread asked a second question starts from clean lists (history keeps the old run).
-    return {
+    return fresh_run(state, PER_RUN) | {
         "documents": runtime.context.retriever.invoke(state["question"]),
         "depth": state.get("depth", 0),
         "budget": state.get("budget", runtime.context.max_llm_calls),
-        "judgments": Overwrite([]),
-        "sub_answers": Overwrite([]),
-        "llm_calls": Overwrite(0),
-        "plan": [],
-        "answer": "",
     }
 
 

@@ -8,16 +8,19 @@ The graph holds no retriever or model: they come with each run as its runtime co
 that can be imported and run alone.
 Two answer modes: "generative" writes a short cited answer; "extractive" (for factoid questions) asks the model to
 copy the answering span, keeps it only if it really occurs in a passage (and cites that passage), and otherwise
-falls back to a short generative answer: a copy can be checked, a sentence cannot. "clause" is "extractive" with the
-checked copy widened to the clause of the passage that holds it, for data whose answers are clauses (CMRC 2018).
+falls back to a short generative answer: a copy can be checked exactly, a sentence only loosely. "clause" is
+"extractive" with the checked copy widened to the clause of the passage that holds it, for data whose answers are
+clauses (CMRC 2018). Every generated sentence gets that loose check (`checked_answer`): its numbers and most of its
+content words must occur in the passages it cites, else it ends with a note and the state says "unsupported".
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -28,8 +31,9 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
-from rag_lib.matching import clause_holding, occurs_in
+from rag_lib.matching import CITATION, clause_holding, occurs_in, same_word, supported
 from rag_lib.prompts import PASSAGE_REMINDER, PASSAGE_RULE, fit_prompt, passage_block
 from rag_lib.text import detect_language, tokenize
 
@@ -39,6 +43,9 @@ SYSTEM_PROMPT = (
     + PASSAGE_RULE
 )
 REFUSAL = {"zh": "文档中没有找到相关信息。", "en": "The documents do not contain this information."}
+# appended to a generated answer that fails the support check (rag_lib.matching.supported), in its language
+UNSUPPORTED_NOTE = {"zh": "（请核对：这个回答有些词语或数字在所引用的段落里找不到。）",
+                    "en": "(Check this answer: some of its words or numbers are not in the passages it cites.)"}
 EXTRACT_PROMPT = (
     "Copy the shortest span of the passages that answers the question (a name, a number, a date or a short phrase), "
     "exactly as the passage writes it. Output only the span, nothing else.\n" + PASSAGE_RULE
@@ -57,6 +64,22 @@ class RAGState(TypedDict, total=False):
     documents: list[Document]  # passages that passed the retriever's similarity cutoff (retrieve)
     answer: str  # the cited answer (generate) or the fixed "not in the documents" reply (refuse)
     extracted: bool  # extractive mode: True when the answer is a span found in a passage, False after the fallback
+    unsupported: bool  # True when a generated answer failed the support check: it ends with UNSUPPORTED_NOTE
+
+
+# what one question writes after `retrieve`, with its empty value; retrieve empties what the thread's last run left
+PER_RUN = {"answer": "", "extracted": None, "unsupported": False}  # None: the run did not decide it
+
+
+def fresh_run(state: Mapping[str, Any], per_run: Mapping[str, Any]) -> dict:
+    """The reset a graph's first node returns, so a question asked on a thread runs as on a fresh thread: every key
+    of `per_run` (key -> its empty value; Overwrite(empty) for a key with a reducer, which would add to the old
+    value) that the thread's last run left holding something else. A fresh thread's run gets no extra write."""
+
+    def empty(value: Any) -> Any:
+        return value.value if isinstance(value, Overwrite) else value
+
+    return {key: value for key, value in per_run.items() if state.get(key, empty(value)) != empty(value)}
 
 
 @dataclass(frozen=True)
@@ -80,7 +103,8 @@ def check_mode(mode: str) -> None:
 
 def source_label(document: Document) -> str:
     """A passage's source as the model sees it: as stored ("docs/x.md", a URL), but an absolute path (a folder
-    outside the project) as its file name: the model needs no machine's folder layout, a hosted one should not see it."""
+    outside the project) as its file name: the model needs no machine's folder layout, a hosted one should not
+    see it."""
     source = str(document.metadata.get("source", "?"))
     return Path(source).name if Path(source).is_absolute() else source
 
@@ -132,11 +156,6 @@ def cited_span(span: str, documents: list[Document], clause: bool = False) -> st
     return None
 
 
-def same_word(a: str, b: str) -> bool:
-    """Equal, or one the start of the other when both have 4+ characters ("listen" / "listens"): a crude stem."""
-    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
-
-
 def salvaged_span(reply: str, question: str, documents: list[Document]) -> str:
     """The longest piece of a reply that is not a copy ("蔡敏的死因是自杀" for a passage saying "推定为自杀") that
     occurs in a passage and whose words are all new to the question ("自杀"); "" when none does. A small model
@@ -183,19 +202,43 @@ def extract(
 
 
 def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
-    """Search the index with the question; the retriever leaves out passages below its similarity cutoff."""
-    return {"documents": runtime.context.retriever.invoke(state["question"])}
+    """Search the index with the question (the retriever leaves out passages below its similarity cutoff); empties
+    what the thread's last question left (PER_RUN)."""
+    return fresh_run(state, PER_RUN) | {"documents": runtime.context.retriever.invoke(state["question"])}
+
+
+def is_refusal(answer: str) -> bool:
+    """Whether a reply is the fixed "not in the documents" text in either language (citations, case and end
+    punctuation aside): it states nothing to check."""
+
+    def bare(text: str) -> str:
+        return CITATION.sub("", text).strip().strip(SPAN_PUNCTUATION).lower()
+
+    return bare(answer) in {bare(text) for text in REFUSAL.values()}
+
+
+def checked_answer(answer: str, documents: list[Document], also: Sequence[str] = ()) -> tuple[str, dict]:
+    """(the answer, the state update): a generated answer whose numbers or content words are not in the passages it
+    cites (rag_lib.matching.supported; `also`: texts that back it whatever it cites) gets UNSUPPORTED_NOTE in its
+    language on a line of its own and {"unsupported": True}; a refusal is not checked. Flagged, not replaced: the
+    reply may already have been streamed, and a word check cannot tell every paraphrase from an invention."""
+    if is_refusal(answer) or supported(answer, [d.page_content for d in documents], also):
+        return answer, {}
+    return f"{answer}\n{UNSUPPORTED_NOTE[detect_language(answer)]}", {"unsupported": True}
 
 
 def generate(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
-    """Answer from the numbered passages, fitted to the model's window, citing them as [1], [2], ... (extractive
-    mode: a checked copy of the answering span, see `extract`)."""
+    """Answer from the numbered passages, fitted to the model's window, citing them as [1], [2], ..., flagged when
+    the support check fails (`checked_answer`); extractive mode: a checked copy of the answering span (`extract`),
+    its fallback sentence flagged as a generated answer is."""
     llm = runtime.context.llm
     if runtime.context.mode != "generative":
         answer, extracted = extract(state["question"], state["documents"], llm, clause=runtime.context.mode == "clause")
-        return {"answer": answer, "extracted": extracted}
+        answer, flag = (answer, {}) if extracted else checked_answer(answer, state["documents"])
+        return {"answer": answer, "extracted": extracted} | flag
     reply: AIMessage = llm.invoke(answer_messages(state["question"], state["documents"], llm))
-    return {"answer": str(reply.content).strip()}
+    answer, flag = checked_answer(str(reply.content).strip(), state["documents"])
+    return {"answer": answer} | flag
 
 
 def refuse(state: RAGState) -> dict:

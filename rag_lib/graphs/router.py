@@ -17,6 +17,10 @@ turns is rewritten into a standalone search query first (`condense`), and the an
 history. `route` empties what the thread's previous request left (passages, scores, notes, LLM calls), and every
 value in the state is a plain dict, list, Document or message, so a checkpoint gives it back unchanged.
 
+Long-term memory, when the graph is compiled with a store and the context names the user: `memory` (after route)
+recalls the user's facts relevant to the question from any thread and keeps the facts the request states
+(rag_lib.memory); `answer` gets the recalled ones as the user's own statements, apart from the passages.
+
 The graph holds no client or model: build it once with `build_router_graph(checkpointer)` and pass a `RouterContext`
 to each run (`graph.invoke(inputs, config, context=...)`, or `stream_request`), so any node can also be called alone.
 """
@@ -36,17 +40,19 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph, add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 from langgraph.types import Overwrite
 from pymilvus import MilvusClient
 
 from rag_lib.grading import AnswerGrade, grade_answer
 from rag_lib.graphs.chat import HISTORY_TOKENS, chat_answer_messages, history, standalone_query
-from rag_lib.graphs.rag import refusal_for
+from rag_lib.graphs.rag import checked_answer, fresh_run, refusal_for
 from rag_lib.intent import HELP, Action, Options, chosen_options, decide_route
+from rag_lib.memory import Memory, recall_and_remember
 from rag_lib.models import StructuredOutputError, default_min_similarity
 from rag_lib.store import DEFAULT_COLLECTION
 from rag_lib.strategies import retrieval_scores, search, source_filter
-from rag_lib.text import detect_language
+from rag_lib.text import check_query, detect_language
 from rag_lib.uploads import Saved, file_digest, indexed_documents, save_document, save_upload
 
 
@@ -67,7 +73,10 @@ class AppState(TypedDict, total=False):
     saved: list[dict]  # save: one rag_lib.uploads.Saved as a dict per document
     strategy: dict  # retrieve: requested / used retrieval, filter, and why
     documents: list[Document]  # retrieve: the passages kept (each with metadata["similarity"])
+    recalled: list[Memory]  # memory (with a store): the user's facts relevant to the question, from any thread
+    remembered: list[Memory]  # memory (with a store): the facts the request states, now kept
     answer: str  # save / answer / refuse / unknown: the reply shown to the user
+    unsupported: bool  # answer: True when the reply failed the support check (rag_lib.graphs.rag.checked_answer)
     scores: dict  # evaluate: mean_similarity, diversity and the three LLM grades
     llm_calls: Annotated[int, operator.add]  # every node adds the LLM calls it made
     notes: Annotated[list[str], operator.add]  # every node adds what a rule changed or what went wrong
@@ -86,6 +95,7 @@ class RouterContext:
     k: int = 3  # passages per search
     min_similarity: float | None = field(default_factory=default_min_similarity)
     history_tokens: int = HISTORY_TOKENS  # older turns beyond this are left out of the prompts (the thread keeps them)
+    user_id: str | None = None  # whose long-term memory a graph compiled with a store reads and writes
 
     def __post_init__(self) -> None:
         """Check the knobs and resolve the folder once, before any node runs (the context is frozen)."""
@@ -94,8 +104,9 @@ class RouterContext:
         object.__setattr__(self, "upload_dir", Path(self.upload_dir))
 
 
-# what one request writes after `route`; route empties what the thread's previous request left
-PER_REQUEST = {"search_query": "", "saved": [], "strategy": {}, "documents": [], "answer": "", "scores": {}}
+# what one request writes after `route`, with its empty value; route empties what the thread's previous request left
+PER_RUN = {"search_query": "", "saved": [], "strategy": {}, "documents": [], "answer": "", "scores": {},
+           "recalled": [], "remembered": [], "unsupported": False}
 # the inputs a request is given in full (stream_request fills in these defaults), so none is left from the last one
 REQUEST_DEFAULTS = {"files": [], "chunking": "auto", "chunk_size": None, "retrieval": "auto", "evaluate": False}
 
@@ -132,15 +143,23 @@ def route(state: AppState, runtime: Runtime[RouterContext]) -> dict:
     user's turn and empties what the thread's previous request left."""
     context = runtime.context
     request, has_files = state.get("request", "").strip(), bool(state.get("files"))
+    if request:  # invalid text fails here, before any model call; an empty request is answered with the help text
+        check_query(request)
     known = [d["source"] for d in indexed_documents(context.client, context.collection)]
     options = chosen_options(request, known, state.get("chunking"), state.get("chunk_size"), state.get("retrieval"))
     decided = decide_route(context.llm, request, has_files)
-    fresh = {key: empty for key, empty in PER_REQUEST.items() if key in state}
-    for key, value in (("llm_calls", decided.llm_calls), ("notes", decided.notes)):  # their reducers would add
-        fresh[key] = Overwrite(value) if key in state else value
-    return fresh | {"messages": [user_turn(request, state.get("files") or [])], "action": decided.action,
-                    "routed_by": decided.routed_by, "options": plain(options), "note": decided.note,
-                    "question": decided.question}
+    counted = {key: Overwrite(value) if state.get(key) else value  # replaces the last request's total, not added
+               for key, value in (("llm_calls", decided.llm_calls), ("notes", decided.notes))}
+    return fresh_run(state, PER_RUN) | counted | {
+        "messages": [user_turn(request, state.get("files") or [])], "action": decided.action,
+        "routed_by": decided.routed_by, "options": plain(options), "note": decided.note, "question": decided.question,
+    }
+
+
+def memory(state: AppState, runtime: Runtime[RouterContext]) -> dict:
+    """Long-term memory in runtime.store: the user's facts relevant to the question, told in any thread, and the
+    facts the request states kept with its thread (rag_lib.memory.recall_and_remember)."""
+    return recall_and_remember(runtime, state.get("request", ""), state["question"])
 
 
 def save(state: AppState, runtime: Runtime[RouterContext]) -> dict:
@@ -192,9 +211,12 @@ def answer(state: AppState, runtime: Runtime[RouterContext]) -> dict:
     """A cited answer from the passages, with the earlier turns in view (streamed token by token under
     stream_mode="messages")."""
     llm = runtime.context.llm
-    messages = chat_answer_messages(state["question"], state["documents"], earlier_turns(state, runtime.context), llm)
+    messages = chat_answer_messages(state["question"], state["documents"], earlier_turns(state, runtime.context), llm,
+                                    state.get("recalled", []))
     message = llm.invoke(messages)
-    return {**reply(str(message.content).strip(), message.id), "llm_calls": 1}
+    recalled = [fact["fact"] for fact in state.get("recalled", [])]
+    text, flag = checked_answer(str(message.content).strip(), state["documents"], recalled)
+    return {**reply(text, message.id), "llm_calls": 1} | flag
 
 
 def refuse(state: AppState) -> dict:
@@ -255,10 +277,13 @@ def after_answer(state: AppState) -> str:
 # ---------------------------------------------------------------- the graph
 
 
-def build_router_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+def build_router_graph(
+    checkpointer: BaseCheckpointSaver | None = None, store: BaseStore | None = None
+) -> CompiledStateGraph:
     """The app's graph. Input: `request` (+ optional `files`, `chunking`, `chunk_size`, `retrieval`, `evaluate`;
     on a checkpointed thread give them all, REQUEST_DEFAULTS, or the previous request's stay); context: a
-    RouterContext; with a checkpointer, a thread_id in the config keeps the conversation. Stream with
+    RouterContext; with a checkpointer, a thread_id in the config keeps the conversation; with a store
+    (rag_lib.memory.open_memory_store) and RouterContext.user_id, `memory` runs after `route`. Stream with
     stream_mode="messages" and keep the tokens of node "answer" to show the answer as it is written
     (`stream_request` does)."""
     graph = StateGraph(AppState, context_schema=RouterContext)
@@ -271,7 +296,11 @@ def build_router_graph(checkpointer: BaseCheckpointSaver | None = None) -> Compi
     graph.add_node("evaluate", evaluate)
     graph.add_node("unknown", unknown)
     graph.add_edge(START, "route")
-    graph.add_conditional_edges("route", after_route, ["save", "condense", "retrieve", "unknown"])
+    if store is not None:
+        graph.add_node("memory", memory)
+        graph.add_edge("route", "memory")
+    graph.add_conditional_edges("route" if store is None else "memory", after_route,
+                                ["save", "condense", "retrieve", "unknown"])
     graph.add_conditional_edges("save", after_save, ["condense", "retrieve", END])
     graph.add_edge("condense", "retrieve")
     graph.add_conditional_edges("retrieve", after_retrieve, ["answer", "refuse"])
@@ -279,7 +308,7 @@ def build_router_graph(checkpointer: BaseCheckpointSaver | None = None) -> Compi
     graph.add_edge("refuse", END)
     graph.add_edge("evaluate", END)
     graph.add_edge("unknown", END)
-    return graph.compile(checkpointer=checkpointer)
+    return graph.compile(checkpointer=checkpointer, store=store)
 
 
 def stream_request(
