@@ -1,5 +1,6 @@
 """`make setup` picks the llama.cpp build from the CPU: AVX-512, portable AVX2, or llama.cpp's native default."""
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -7,6 +8,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 AVX512_FLAGS = "avx512f avx512bw avx512vl avx512_vnni avx512_bf16 avx512vbmi"
+# what an enclosing `make test` passes down (its exported CMAKE_ARGS, its command-line LLAMA_BUILD via MAKEFLAGS)
+INHERITED = {"CMAKE_ARGS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "LLAMA_BUILD", "ARCH", "CPUINFO"}
 
 
 def llama_info(tmp_path: Path, flags: str, arch: str = "x86_64", *extra: str) -> dict[str, str]:
@@ -15,7 +18,7 @@ def llama_info(tmp_path: Path, flags: str, arch: str = "x86_64", *extra: str) ->
     cpuinfo.write_text(f"processor : 0\nflags : fpu sse2 avx avx2 fma {flags}\n")
     out = subprocess.run(
         ["make", "-s", "-C", str(ROOT), "llama-info", f"CPUINFO={cpuinfo}", f"ARCH={arch}", *extra],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env={k: v for k, v in os.environ.items() if k not in INHERITED},
     ).stdout
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
