@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 # llama.cpp build: `portable` (AVX2) on x86-64, llama.cpp's own native default on any other machine (arm64/aarch64:
 # untested here). `make setup LLAMA_BUILD=avx512` (or `make llama-avx512`) takes the AVX-512 build where
-# /proc/cpuinfo has every flag below: prompts are read faster (`python -m rag_lib.bench builds` measures it), but
+# /proc/cpuinfo has every flag below: prompts are read faster (`python -m benchmarks builds` measures it), but
 # notebook 05's model-rewritten queries still retrieve differently with it, so it is not yet the default.
 LLAMA_VERSION := 0.3.36
 ARCH          ?= $(shell uname -m)
@@ -77,7 +77,7 @@ app: setup  ## the Gradio RAG app on http://127.0.0.1:7860
 	$(PY) -m rag_lib.app
 
 bench: setup  ## quickstart benchmark (table + JSON in bench_results/)
-	$(PY) -m rag_lib.bench quickstart
+	$(PY) -m benchmarks quickstart
 
 llama-info:  ## which llama.cpp build `make setup` picks on this machine, and how it would compile it
 	@echo "LLAMA_BUILD=$(LLAMA_BUILD)"

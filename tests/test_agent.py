@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import StructuredTool
 from pydantic import ValidationError
 
+from benchmarks.agent import expected_trajectory, holds_gold, proportions
 from rag_lib import agent as agent_module
 from rag_lib.agent import (
     NO_REPLY,
@@ -32,7 +33,6 @@ from rag_lib.agent import (
     transcript,
     web_tool,
 )
-from rag_lib.bench.agent import expected_trajectory, holds_gold, proportions
 from rag_lib.index import index_directory
 from rag_lib.models import StructuredOutputError, get_chat_model
 from rag_lib.retriever import Retriever

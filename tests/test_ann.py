@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_lib.ann import (
+from rag_lib.experiments.ann import (
     REFUSAL_LOGGERS,
     build_index,
     clustered_vectors,
@@ -86,7 +86,7 @@ def test_flat_search_is_exact(loaded):
 
 def test_lite_drops_flat_build_params_and_honours_nested_ones(loaded):
     """Documents a Milvus Lite bug. If this fails because the flat form now shows its params, Lite fixed it:
-    the nesting workaround in rag_lib/store.py and rag_lib/ann.py can go (servers accept both forms)."""
+    the nesting workaround in rag_lib/store.py and rag_lib/experiments/ann.py can go (servers accept both forms)."""
     client, lite_dir, _, queries = loaded
 
     def build_and_read(params, nested):
@@ -132,7 +132,7 @@ def test_rebuilding_replaces_the_index(loaded):
 
 
 def test_cmrc_texts_chunks_dedups_and_skips_empty_questions(tmp_path: Path):
-    from rag_lib.bench.index import cmrc_texts
+    from benchmarks.index import cmrc_texts
 
     context = "。".join(f"第{i}句话讲的是一个很长的故事的一部分" for i in range(40)) + "。"
     answers = [{"text": "故事", "answer_start": 0}]
@@ -156,7 +156,7 @@ def test_cmrc_texts_chunks_dedups_and_skips_empty_questions(tmp_path: Path):
 def test_cached_vectors_embeds_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from langchain_core.embeddings import Embeddings
 
-    from rag_lib.bench.index import cached_vectors
+    from benchmarks.index import cached_vectors
 
     class CountingEmbeddings(Embeddings):  # a fake, for this unit test only: counts calls
         calls = 0
@@ -178,7 +178,7 @@ def test_cached_vectors_embeds_once(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_indexing_throughput_times_every_stage(milvus, embeddings, tmp_path: Path):
-    from rag_lib.bench.index import indexing_throughput
+    from benchmarks.index import indexing_throughput
     from rag_lib.store import DEFAULT_COLLECTION, count_rows
 
     files = []
@@ -192,7 +192,7 @@ def test_indexing_throughput_times_every_stage(milvus, embeddings, tmp_path: Pat
 
 
 def test_quick_synthetic_sweep_runs_end_to_end(bench_output):
-    from rag_lib.bench.index import main
+    from benchmarks.index import main
     main(["--quick", "--sections", "synthetic", "--synthetic-n", "1500", "--queries", "20", "--single", "2"])
     result = bench_output("index_quick")["synthetic"]
     rows = result["settings"]
@@ -218,7 +218,7 @@ def test_clustered_vectors_are_seeded_unit_vectors_with_near_neighbours():
 
 
 def test_crossing_benchmark_measures_every_engine_and_finds_where_hnsw_wins(bench_output):
-    from rag_lib.bench import crossing
+    from benchmarks import crossing
     crossing.main(["--sizes", "300", "900", "--queries", "30", "--single", "3", "--out", "mini"])
     result = bench_output("mini")
     rows = result["rows"]
@@ -231,7 +231,7 @@ def test_crossing_benchmark_measures_every_engine_and_finds_where_hnsw_wins(benc
 
 
 def test_crossing_is_the_size_from_which_a_good_enough_hnsw_stays_cheaper():
-    from rag_lib.bench.crossing import FLOOR, MARGIN, crossing
+    from benchmarks.crossing import FLOOR, MARGIN, crossing
 
     def rows(size: int, flat: float, hnsw: list[tuple[float, float]]) -> list[dict]:
         return [{"vectors": size, "engine": "e", "index": "FLAT", "recall@10": 1.0, "ms": flat}] + [

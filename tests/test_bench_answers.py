@@ -1,4 +1,4 @@
-"""The cmrc part of the answers benchmark (rag_lib.bench.answers) on a tiny SQuAD-format slice: two settings, nine
+"""The cmrc part of the answers benchmark (benchmarks.answers) on a tiny SQuAD-format slice: two settings, nine
 pipelines, per-row scores, error counting, resuming a stopped run, the summary with bootstrap intervals and
 paired differences, and rebuilding it from the rows; plus the bootstrap helpers of rag_lib.evaluation on known
 data. Correctness only, no timing.
@@ -19,7 +19,7 @@ import pytest
 from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
-from rag_lib.bench import answers
+from benchmarks import answers
 from rag_lib.graphs.crag import PassageAnswer, SearchTerms
 from rag_lib.graphs.judge import Judgment
 
@@ -73,7 +73,7 @@ class ReaderDouble(ToolCallingDouble):
 
 
 def run_bench(folder, *options: str) -> dict:
-    """One `python -m rag_lib.bench answers` run on the slice; returns the results file."""
+    """One `python -m benchmarks answers` run on the slice; returns the results file."""
     answers.main(["--cmrc", str(folder / "mini.json"), "--runs-dir", str(folder / "runs"),
                   "--out", str(folder / "answers.json"), *options])
     return json.loads((folder / "answers.json").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""`python -m rag_lib.bench builds` end to end on two prompts, with the venv's own llama.cpp build standing in for
+"""`python -m benchmarks builds` end to end on two prompts, with the venv's own llama.cpp build standing in for
 the other one (a folder whose llama_cpp links to the venv's): both processes must load from where they are told and
 give the same answers. The real local model; no timing is asserted."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import llama_cpp
 import pytest
 
-from rag_lib.bench import builds
+from benchmarks import builds
 from rag_lib.index import source_name
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from test_bench_retrieval import write_squad
 
-from rag_lib.bench import ceiling
+from benchmarks import ceiling
 
 
 def test_per_question_scores_rank_one_rank_two_and_an_empty_question():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from test_bench_retrieval import write_squad
 
-from rag_lib.bench import embeddings
+from benchmarks import embeddings
 
 
 def test_benchmark_scores_both_models_alone_and_fused_and_times_indexing(tmp_path, bench_output):

@@ -1,4 +1,4 @@
-"""The judge's labelled set (data/judge_labels.json, built by `python -m rag_lib.bench judging --build`) and the
+"""The judge's labelled set (data/judge_labels.json, built by `python -m benchmarks judging --build`) and the
 agreement measurement. The committed set must be what the builder makes from the committed question files, and each
 label must mean what it says. The measuring run uses a TEST DOUBLE chat model (`AlwaysTwo`: every passage gets a 2
 with a made-up answer), so the judge's checks, not the model, decide the scores; no timing."""
@@ -11,7 +11,7 @@ import pytest
 from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
-from rag_lib.bench import judging
+from benchmarks import judging
 from rag_lib.matching import occurs_in
 
 

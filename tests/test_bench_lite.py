@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from test_bench_retrieval import CONTEXTS, write_squad
 
-from rag_lib.bench import lite
+from benchmarks import lite
 from rag_lib.store import SPARSE_SEARCH_PARAMS, ensure_collection, make_row, seal
 
 # Four documents about fruit and one about a river: "苹果" is common in the first four, rare in the last.

@@ -1,4 +1,4 @@
-"""`python -m rag_lib.bench multihop` on three of the committed two-hop questions: rows per pipeline and question,
+"""`python -m benchmarks multihop` on three of the committed two-hop questions: rows per pipeline and question,
 a follow-up run by the judge, the summary with intervals and paired differences, and a resumed run that writes
 nothing twice. Correctness only, no timing.
 
@@ -14,7 +14,7 @@ import json
 from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
-from rag_lib.bench import multihop
+from benchmarks import multihop
 from rag_lib.graphs.judge import Judgment
 
 CHOSEN = [q for q in multihop.load_questions() if q["id"] in ("mh-01", "mh-03", "mh-04")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from rag_lib.bench import retrieval
+from benchmarks import retrieval
 from rag_lib.cmrc import load_cmrc
 from rag_lib.store import PROJECT_ROOT
 

@@ -1,5 +1,5 @@
-"""Client-side BM25 (rag_lib.client_bm25): the encoder's vectors give rank_bm25's BM25Okapi scores exactly, and a
-Milvus Lite collection of them ranks as rank_bm25 does. Real Milvus Lite, real jieba; no fakes."""
+"""Client-side BM25 (rag_lib.experiments.client_bm25): the encoder's vectors give rank_bm25's BM25Okapi scores exactly,
+and a Milvus Lite collection of them ranks as rank_bm25 does. Real Milvus Lite, real jieba; no fakes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
+from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.store import connect, make_row
 from rag_lib.text import tokenize
 

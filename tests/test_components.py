@@ -17,7 +17,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import AIMessage, BaseMessage
 from test_retriever import CORPUS  # the same four small documents
 
-from rag_lib.bench import components, fusion
+from benchmarks import components, fusion
 from rag_lib.evaluation import paired_difference
 from rag_lib.index import index_directory
 from rag_lib.models import E5_MIN_SIMILARITY

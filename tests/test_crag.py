@@ -629,11 +629,11 @@ def test_a_paused_run_survives_a_restart_with_a_sqlite_checkpointer(tmp_path):
     assert final["llm_calls"] == 3
 
 
-# --- helpers of the answers benchmark (rag_lib.bench.answers), with the same test doubles ---
+# --- helpers of the answers benchmark (benchmarks.answers), with the same test doubles ---
 
 
 def test_token_counter_sees_every_call_of_a_graph_run_including_structured_ones():
-    from rag_lib.bench.answers import TokenCounter
+    from benchmarks.answers import TokenCounter
 
     counter = TokenCounter(lambda text: len(text.split()))
     llm = ScriptedChatModel()

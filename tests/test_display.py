@@ -1,4 +1,4 @@
-"""rag_lib.display: the Mermaid text and the matplotlib PNG of a LangGraph graph, drawn offline.
+"""rag_lib.experiments.display: the Mermaid text and the matplotlib PNG of a LangGraph graph, drawn offline.
 
 The agent test builds the agent on a FAKE chat model (langchain_core's GenericFakeChatModel) with a fake tool:
 drawing a graph never calls the model, so the real one is not needed. Every other graph is the course's own."""
@@ -17,8 +17,8 @@ from langgraph.graph.state import CompiledStateGraph
 from matplotlib.image import imread
 
 from rag_lib.agent import build_agent
-from rag_lib.display import STEP_Y, back_edges, graph_png, layers, mermaid
-from rag_lib.display import drawing as display_drawing
+from rag_lib.experiments.display import STEP_Y, back_edges, graph_png, layers, mermaid
+from rag_lib.experiments.display import drawing as display_drawing
 from rag_lib.graphs.crag import build_crag_graph
 from rag_lib.graphs.judge import build_judge_graph
 from rag_lib.graphs.rag import build_rag_graph

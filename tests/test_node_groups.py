@@ -1,5 +1,5 @@
-"""rag_lib.node_groups: parsing and staleness with the scripted TEST DOUBLE chat model of test_advanced; indexing,
-search and the mapping back to parent chunks on a real (tiny) Milvus Lite with the real e5 embeddings."""
+"""rag_lib.experiments.node_groups: parsing and staleness with the scripted TEST DOUBLE chat model of test_advanced;
+indexing, search and the mapping back to parent chunks on a real (tiny) Milvus Lite with the real e5 embeddings."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from small_docs import DOCS
 from test_advanced import ScriptedChatModel
 
-from rag_lib import node_groups as ng
 from rag_lib.advanced import multi_path_search
+from rag_lib.experiments import node_groups as ng
 from rag_lib.index import source_name
 from rag_lib.matching import drawn_from
 from rag_lib.models import StructuredOutputError

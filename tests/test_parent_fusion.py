@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from rag_lib.parent_fusion import ParentFusionRetriever, Signal
+from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.retriever import RetrieverConfigError
 
 

@@ -468,7 +468,7 @@ def results_05(row: str, column: int) -> Value:
     return output(N05, RESULTS_05, re.escape(row) + r"\s+" + r"[\d.]+\s+" * column + r"([\d.]+)")
 
 
-# Notebook 05, section 11: bench_results/advanced.json (python -m rag_lib.bench advanced), per pipeline and question
+# Notebook 05, section 11: bench_results/advanced.json (python -m benchmarks advanced), per pipeline and question
 # set.
 CROSS_05, TRANSLATED_05, HARD_SET_05, WRITTEN_05 = "translated + hard", "translated sample", "hard", "sample as written"
 BASE_05, TRANSLATION_05, UNION_05 = "baseline: hybrid RRF", "translation", "question + translation (union)"
@@ -1205,7 +1205,7 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"BM25 without the stop filter of section 12\s+\(jieba alone\) gives ([.\d]+) recall@1",
           pipeline(FUSED_JIEBA, "R@1")),
     Claim(N04, r"and (\d+) rows per search instead",
-          derived("rag_lib.bench.retrieval.WIDE_CANDIDATES (in the row name)", lambda: float(FUSED_WIDE.split()[2]))),
+          derived("benchmarks.retrieval.WIDE_CANDIDATES (in the row name)", lambda: float(FUSED_WIDE.split()[2]))),
     Claim(N04, r"instead of its top \d+ rows only\s+gives ([.\d]+)\.", pipeline(FUSED_WIDE, "R@1")),
     Claim(N04, r"client-side BM25 collections [\s\S]*?gives ([.\d]+) recall@1", pipeline(FUSED_CLIENT, "R@1")),
     Claim(N04, r"gives [.\d]+ recall@1 and ([.\d]+) MRR@5", pipeline(FUSED_CLIENT, "MRR@5")),
@@ -1293,10 +1293,10 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"ranked the file (\d)th\)", output(N05, 15, r"baseline (\d+)")),
     Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 15, r"Chinese: rank (\d+)")),
     Claim(N05, r"schema's (\d+) characters", output(N05, 19, r"summary: str = Field\(max_length=(\d+)\)")),
-    Claim(N05, r"answers are cut at (\d+) characters", source_constant("rag_lib/node_groups.py",
+    Claim(N05, r"answers are cut at (\d+) characters", source_constant("rag_lib/experiments/node_groups.py",
                                                                       r"answer: str = Field\(max_length=(\d+)\)")),
     Claim(N05, r"output, (\d+) tokens at most", source_constant("rag_lib/advanced.py", r"Terms, max_tokens=(\d+)")),
-    Claim(N05, r"children of (\d+) characters", source_constant("rag_lib/bench/components.py",
+    Claim(N05, r"children of (\d+) characters", source_constant("benchmarks/components.py",
                                                                  r"chunk_contexts\(data, (\d+), \d+\)")),
     Claim(N05, r"on a (\d+)-character\s+text", derived(f"{N05} cell 21 output, length of the chunk printed first",
                                                        lambda: len(output_text(N05, 21).split("\n\n")[0].strip()))),

@@ -619,7 +619,7 @@ def test_structured_calls_are_not_streamed_into_the_messages_stream(milvus, embe
 
 
 def test_routing_benchmark_counts_model_and_app_separately(tmp_path, monkeypatch):
-    from rag_lib.bench import router as router_bench
+    from benchmarks import router as router_bench
 
     requests = [
         {"request": SAVE_CAFETERIA, "files": False, "action": "save"},

@@ -26,8 +26,8 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, Field
 
 from rag_lib import advanced, models
-from rag_lib import node_groups as ng
 from rag_lib.app import reply_markdown
+from rag_lib.experiments import node_groups as ng
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph, key_terms
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import refusal_for

@@ -19,7 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
-from rag_lib.display import mermaid
+from rag_lib.experiments.display import mermaid
 from rag_lib.index import split_text
 from rag_lib.text import tokenize
 

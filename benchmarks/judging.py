@@ -27,9 +27,10 @@ from pathlib import Path
 from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
-from rag_lib.bench import format_table, load_results, write_results
-from rag_lib.bench.answers import GoldRetriever
+from benchmarks import write_results
+from benchmarks.answers import GoldRetriever
 from rag_lib.evaluation import wilson
+from rag_lib.experiments.results import format_table, load_results
 from rag_lib.graphs.judge import JudgeContext, JudgeTask, judge
 from rag_lib.index import chunk_rows
 from rag_lib.matching import occurs_in
@@ -118,7 +119,7 @@ def agreement(rows: list[dict], key: str) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench judging", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks judging", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", action="store_true", help="write the labelled set to data/judge_labels.json")
     parser.add_argument("--labels", type=Path, default=LABELS, help="the labelled set to judge")

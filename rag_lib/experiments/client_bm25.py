@@ -89,7 +89,7 @@ def create_collection(client: MilvusClient, name: str, rows: list[dict], encoder
 @dataclass
 class ClientBM25Search:
     """Search a client-BM25 collection: Documents best first with `score` (the BM25 score) and `parent_id`, the
-    `ManySearch` shape that `rag_lib.parent_fusion` fuses."""
+    `ManySearch` shape that `rag_lib.experiments.parent_fusion` fuses."""
 
     client: MilvusClient
     collection: str

@@ -10,9 +10,9 @@
    shuffled into new 300-character chunks) and flushed once. Dense, BM25, hybrid RRF and the client-side weighted
    fusion are timed one question per call and BATCH per call, beside BM25 and hybrid RRF over a second collection of
    the same rows with the course analyzer's stop filter (SCALE_STOPPED), BM25 with client-side statistics
-   (rag_lib.client_bm25: a sparse IP search, alone and fused with dense), rank_bm25 and numpy brute force over the
-   same rows in the same run. Document vectors at scale are random unit vectors: search time does not depend on their
-   values, and quality is measured in part 1.
+   (rag_lib.experiments.client_bm25: a sparse IP search, alone and fused with dense), rank_bm25 and numpy brute force
+   over the same rows in the same run. Document vectors at scale are random unit vectors: search time does not depend
+   on their values, and quality is measured in part 1.
 3. profile: the Milvus Lite functions one hybrid query spends its time in at the largest size (sampled).
 
 Query vectors are the embedding model's, computed before any timing: the times are of the search alone."""
@@ -31,10 +31,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from tqdm import tqdm
 
-from rag_lib.bench import MEASURED_ANALYZER, format_table, percentile, write_results
-from rag_lib.bench.components import RESAMPLES, score, summary
-from rag_lib.bench.fusion import precomputed
-from rag_lib.bench.retrieval import (
+from benchmarks import MEASURED_ANALYZER, percentile, write_results
+from benchmarks.components import RESAMPLES, score, summary
+from benchmarks.fusion import precomputed
+from benchmarks.retrieval import (
     BATCH,
     CANDIDATES,
     Search,
@@ -46,11 +46,12 @@ from rag_lib.bench.retrieval import (
     milvus_search,
     peer_bm25,
 )
-from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
+from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
+from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
+from rag_lib.experiments.results import format_table
 from rag_lib.models import cap_query, embed_queries
-from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.retriever import Retriever
 from rag_lib.store import ANALYZER_PARAMS, make_row
 from rag_lib.text import split_sentences
@@ -150,8 +151,8 @@ def segments(client, data, embeddings, questions: list, timed: list[str]) -> dic
 
 def client_routes(client, rows: list[dict], dense: Retriever
                   ) -> tuple[dict[str, ClientBM25Search | ParentFusionRetriever], float]:
-    """BM25 with the statistics in the client (`rag_lib.client_bm25`) over the same rows, alone and fused with the
-    dense search (0.6 / 0.4, as the weighted route); and the seconds to fit, encode and load it."""
+    """BM25 with the statistics in the client (`rag_lib.experiments.client_bm25`) over the same rows, alone and fused
+    with the dense search (0.6 / 0.4, as the weighted route); and the seconds to fit, encode and load it."""
     started = time.perf_counter()
     encoder = BM25Encoder().fit([r["text"] for r in rows])
     create_collection(client, "grown_client", rows, encoder)

@@ -16,9 +16,9 @@ from collections import Counter
 
 import numpy as np
 
-from rag_lib.bench import MEASURED_ANALYZER, format_table, write_results
-from rag_lib.bench.components import RESAMPLES, score, summary
-from rag_lib.bench.retrieval import (
+from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks.components import RESAMPLES, score, summary
+from benchmarks.retrieval import (
     BATCH,
     CANDIDATES,
     BatchSearch,
@@ -32,6 +32,7 @@ from rag_lib.bench.retrieval import (
 )
 from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
+from rag_lib.experiments.results import format_table
 from rag_lib.retriever import Retriever
 from rag_lib.text import tokenize
 

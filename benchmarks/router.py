@@ -18,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 from typing import get_args
 
-from rag_lib.bench import RESULTS_DIR, format_table, write_results
-from rag_lib.bench.agent import model_label
+from benchmarks import write_results
+from benchmarks.agent import model_label
 from rag_lib.evaluation import wilson
+from rag_lib.experiments.results import RESULTS_DIR, format_table
 from rag_lib.intent import Action, decide_route, route_request
 from rag_lib.models import StructuredOutputError, get_chat_model
 from rag_lib.store import PROJECT_ROOT
@@ -74,7 +75,7 @@ def tables(result: dict) -> str:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench router", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks router", description=__doc__)
     parser.add_argument("--requests", type=Path, default=REQUESTS,
                         help="labelled requests (default data/router_requests.json)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N requests (a smoke run)")

@@ -63,9 +63,10 @@ from langgraph.graph.state import CompiledStateGraph
 from pydantic import BaseModel, Field
 from tqdm import tqdm
 
-from rag_lib.bench import MEASURED_ANALYZER, RESULTS_DIR, format_table, write_results
+from benchmarks import MEASURED_ANALYZER, write_results
 from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.evaluation import bootstrap_ci, exact_match, f1, paired_difference
+from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.gguf import ensure_qwen_gguf
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
 from rag_lib.graphs.judge import JudgeContext, answer_documents, build_judge_graph
@@ -487,27 +488,6 @@ def runs_file(runs_dir: Path, setting: str) -> Path:
     return runs_dir / f"{setting}.jsonl"
 
 
-def read_jsonl(path: Path, repair: bool = False) -> list[dict]:
-    """The records of a JSONL file ([] when absent). A last line without its newline was torn by a killed run (or is
-    being written now): it is left out, and with `repair` (a run about to append) cut off the file, so it runs again."""
-    if not path.exists():
-        return []
-    text = path.read_text(encoding="utf-8")
-    complete, _, torn = text.rpartition("\n")
-    if torn and repair:
-        print(f"{path}: dropping a torn last line (the run was stopped while writing it); that row runs again")
-        with path.open("r+", encoding="utf-8") as file:
-            file.truncate(len((complete + "\n").encode("utf-8")) if complete else 0)
-    records = []
-    for number, line in enumerate(complete.splitlines(), 1):
-        if line.strip():
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}, line {number}: not JSON ({error}); delete the line to rerun it") from None
-    return records
-
-
 def append_row(path: Path, record: dict) -> None:
     """Append one record as a line and close the file at once, so a killed run loses at most the row it was on."""
     with path.open("a", encoding="utf-8") as file:
@@ -761,12 +741,6 @@ def summarize_cmrc(
     return {"setup": setup, "summary": summary, "paired": paired, "where the seconds go": where_seconds_go(every_row)}
 
 
-def with_ci(row: dict, label: str, digits: int = 2) -> str:
-    """'0.42 [0.35, 0.49]': a value with its interval, for the printed tables."""
-    low, high = row[f"{label} ci"]
-    return f"{row[label]:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-
-
 def print_tables(cmrc: dict, settings: list[str]) -> None:
     """Per setting: the pipelines with their intervals, then the paired differences."""
     for setting in settings:
@@ -825,7 +799,7 @@ def names(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench answers", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks answers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cmrc", type=Path, default=None, help="CMRC 2018 JSON (default: rag_lib.cmrc.cmrc_path)")
     parser.add_argument("--n", type=int, default=DEFAULT_QUESTIONS, help="CMRC questions in the sample")

@@ -1,7 +1,8 @@
-"""Where HNSW overtakes FLAT: clustered vectors shaped like text embeddings (`rag_lib.ann.clustered_vectors`) at
-1k to 200k vectors, searched through Milvus Lite (FLAT, then HNSW M=16 efConstruction=64 at several `ef`) and
-in-process beside it (faiss, the library Lite runs, and numpy), with recall@10 against the exact top 10, CPU per
-query in batches of 25 and wall-clock per single query. Run it on an idle machine. Writes bench_results/crossing.json.
+"""Where HNSW overtakes FLAT: clustered vectors shaped like text embeddings
+(`rag_lib.experiments.ann.clustered_vectors`) at 1k to 200k vectors, searched through Milvus Lite (FLAT, then HNSW
+M=16 efConstruction=64 at several `ef`) and in-process beside it (faiss, the library Lite runs, and numpy), with
+recall@10 against the exact top 10, CPU per query in batches of 25 and wall-clock per single query. Run it on an idle
+machine. Writes bench_results/crossing.json.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import faiss
 import numpy as np
 from tqdm import tqdm
 
-from rag_lib.ann import clustered_vectors, create_vector_collection, exact_top_k, neighbour_recall
-from rag_lib.bench import format_table, percentile, write_results
-from rag_lib.bench.index import BATCH, K, Sweep, batch_lengths
+from benchmarks import percentile, write_results
+from benchmarks.index import BATCH, K, Sweep, batch_lengths
+from rag_lib.experiments.ann import clustered_vectors, create_vector_collection, exact_top_k, neighbour_recall
+from rag_lib.experiments.results import format_table
 from rag_lib.store import connect
 
 SIZES = [1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000]
@@ -105,7 +107,7 @@ def crossing(rows: list[dict[str, Any]], engine: str, metric: str) -> dict[str, 
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench crossing", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks crossing", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="two tiny sizes (a smoke test)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help=f"collection sizes (default {SIZES})")

@@ -15,10 +15,11 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 from tqdm import tqdm
 
-from rag_lib.bench import format_table, write_results
-from rag_lib.bench.retrieval import chunk_contexts, cmrc_parser, cmrc_sample, half_a
+from benchmarks import write_results
+from benchmarks.retrieval import chunk_contexts, cmrc_parser, cmrc_sample, half_a
 from rag_lib.cmrc import Dataset, dataset_label
 from rag_lib.evaluation import bootstrap_ci
+from rag_lib.experiments.results import format_table
 from rag_lib.models import embed_queries, get_embeddings
 from rag_lib.text import tokenize
 

@@ -28,7 +28,10 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from pymilvus import MilvusClient
 
-from rag_lib.ann import (
+from benchmarks import percentile, timed, write_results
+from rag_lib.cmrc import cmrc_path, load_cmrc
+from rag_lib.demo import DOCS
+from rag_lib.experiments.ann import (
     build_index,
     create_vector_collection,
     describe_vector_index,
@@ -39,9 +42,7 @@ from rag_lib.ann import (
     search_ids,
     unit_vectors,
 )
-from rag_lib.bench import format_table, percentile, timed, write_results
-from rag_lib.cmrc import cmrc_path, load_cmrc
-from rag_lib.demo import DOCS
+from rag_lib.experiments.results import format_table
 from rag_lib.gguf import cache_dir
 from rag_lib.index import chunk_rows, embed_rows, list_files, read_text, split_text, write_file
 from rag_lib.models import embedding_settings, raw_embeddings
@@ -299,7 +300,7 @@ def dataset_sweep(
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench index", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks index", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny data and grids (a quick smoke test)")
     parser.add_argument("--cmrc", type=Path, default=None,

@@ -9,9 +9,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import timed, write_results
 from rag_lib import gguf
-from rag_lib.bench import format_table, timed, write_results
 from rag_lib.demo import DOCS, quickstart_questions
+from rag_lib.experiments.results import format_table
 from rag_lib.graphs.rag import answer_messages
 from rag_lib.index import index_directory
 from rag_lib.models import default_min_similarity, local_chat_model, raw_embeddings
@@ -48,7 +49,7 @@ def answer_timings(llm, retriever: Retriever, question: str) -> dict[str, float 
 
 
 def main(argv: list[str]) -> None:
-    argparse.ArgumentParser(prog="python -m rag_lib.bench quickstart", description=__doc__).parse_args(argv)
+    argparse.ArgumentParser(prog="python -m benchmarks quickstart", description=__doc__).parse_args(argv)
     models = model_timings()
     db = Path(tempfile.mkdtemp()) / "bench.db"
     client = connect(uri=str(db))

@@ -1,4 +1,4 @@
-"""Dispatch `python -m rag_lib.bench <name> [options]` to rag_lib.bench.<name>.main(argv)."""
+"""Dispatch `python -m benchmarks <name> [options]` to benchmarks.<name>.main(argv)."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ BENCHMARKS = {
 def main(argv: list[str]) -> None:
     if not argv or argv[0] not in BENCHMARKS:
         listing = "\n".join(f"  {name:12} {what}" for name, what in BENCHMARKS.items())
-        raise SystemExit(f"usage: python -m rag_lib.bench <name> [options]\n\nbenchmarks:\n{listing}")
-    importlib.import_module(f"rag_lib.bench.{argv[0]}").main(argv[1:])
+        raise SystemExit(f"usage: python -m benchmarks <name> [options]\n\nbenchmarks:\n{listing}")
+    importlib.import_module(f"benchmarks.{argv[0]}").main(argv[1:])
 
 
 if __name__ == "__main__":

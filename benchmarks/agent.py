@@ -25,11 +25,12 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
+from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks.answers import TokenCounter, clear_prompt_cache, token_counter_for
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
-from rag_lib.bench import MEASURED_ANALYZER, RESULTS_DIR, format_table, write_results
-from rag_lib.bench.answers import TokenCounter, clear_prompt_cache, token_counter_for
 from rag_lib.demo import DOCS
 from rag_lib.evaluation import wilson
+from rag_lib.experiments.results import RESULTS_DIR, agent_tables
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
 from rag_lib.index import index_directory
 from rag_lib.matching import occurs_in
@@ -162,26 +163,8 @@ def compare_summary(rows: list[dict]) -> dict[str, Any]:
     return out
 
 
-def tables(label: str, parts: dict[str, Any]) -> str:
-    """The first-step table and the agent-vs-CRAG table of one model's results."""
-    choices = [
-        {"model": label, "decoding": name.removeprefix("choice_"), "first step right": s["all"]["rate"],
-         "95% CI": s["all"]["ci95"], "docs": s["docs"]["rate"], "web": s["web"]["rate"], "direct": s["direct"]["rate"]}
-        for name in ("choice_constrained", "choice_native") if name in parts
-        for s in [parts[name]["summary"]]
-    ]
-    compared = [
-        {"model": label, "pipeline": pipeline, "correct": s["correct"]["all"]["rate"],
-         "95% CI": s["correct"]["all"]["ci95"], "first step right": s["first_step_right"]["all"]["rate"],
-         "expected trajectory": s["expected_trajectory"]["all"]["rate"],
-         "LLM calls": s["mean_llm_calls"], "tool calls": s["mean_tool_calls"], "median s": s["median_s"]}
-        for pipeline, s in parts.get("compare", {}).get("summary", {}).items()
-    ]
-    return "\n\n".join(format_table(rows) for rows in (choices, compared) if rows)
-
-
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench agent", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks agent", description=__doc__)
     parser.add_argument("--parts", default="compare", help="comma list of: choice, compare (compare also scores "
                         "the agent's first step, so choice alone is for endpoints: --parts choice --native)")
     parser.add_argument("--native", action="store_true", help="also measure the model's native tool choice")
@@ -214,4 +197,4 @@ def main(argv: list[str]) -> None:
     previous = results.get(label, {}) if isinstance(results.get(label), dict) else {}
     results[label] = {**previous, **parts}
     write_results("agent", results, path=path)
-    print(tables(label, results[label]))
+    print(agent_tables(label, results[label]))

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from rag_lib.bench import format_table, write_results
+from benchmarks import write_results
 from rag_lib.demo import DOCS
 from rag_lib.evaluation import wilson
+from rag_lib.experiments.results import format_table
 from rag_lib.graphs.chat import ChatContext, build_chat_graph
 from rag_lib.index import index_directory
 from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
@@ -74,7 +75,7 @@ def summarise(rows: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench chat", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks chat", description=__doc__)
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     args = parser.parse_args(argv)
     items = load_follow_ups()[: args.limit]

@@ -13,12 +13,13 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from tqdm import tqdm
 
-from rag_lib.bench import MEASURED_ANALYZER, format_table, write_results
-from rag_lib.bench.components import RESAMPLES, score, summary
-from rag_lib.bench.lite import grown_rows
-from rag_lib.bench.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_search
+from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks.components import RESAMPLES, score, summary
+from benchmarks.lite import grown_rows
+from benchmarks.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_search
 from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
+from rag_lib.experiments.results import format_table
 from rag_lib.models import USEEmbeddings, raw_embeddings
 from rag_lib.retriever import Retriever
 from rag_lib.store import DENSE_SEARCH_PARAMS

@@ -29,8 +29,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from tqdm import tqdm
 
-from rag_lib.bench import MEASURED_ANALYZER, RESULTS_DIR, format_table, write_results
-from rag_lib.bench.answers import (
+from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks.answers import (
     JUDGE_MAX_DEPTH,
     JUDGE_MAX_LLM_CALLS,
     K,
@@ -44,13 +44,12 @@ from rag_lib.bench.answers import (
     names,
     print_seconds,
     rag_context,
-    read_jsonl,
     rescored,
     run_pipeline,
     token_counter_for,
     where_seconds_go,
-    with_ci,
 )
+from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
@@ -156,7 +155,7 @@ def summarize(questions: list[dict], runs_file: Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench multihop", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks multihop", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pipelines", default=DEFAULT_PIPELINES, help=f"comma list of {', '.join(PIPELINES)}")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the multi-hop questions (JSON)")

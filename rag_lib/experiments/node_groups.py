@@ -12,7 +12,7 @@ parent's file and a dynamic `kind` field: "summary", "keywords" or "qa".
 A local CPU model is slow at this (one long structured reply per document), so the groups of `data/docs` are
 precomputed once:
 
-    python -m rag_lib.node_groups --out data/derived/node_groups.json
+    python -m rag_lib.experiments.node_groups --out data/derived/node_groups.json
 
 Only files with a loader (`rag_lib.loaders.LOADERS`) get a group. The JSON records the model, a hash of the prompt
 and schema, and a sha256 of each source file; `stale_sources` lists entries that no longer match (file changed, new

@@ -23,8 +23,7 @@ from pymilvus import MilvusClient
 from rank_bm25 import BM25Okapi
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
-from rag_lib.bench import format_table, percentile, write_results
-from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
+from benchmarks import percentile, write_results
 from rag_lib.cmrc import Dataset, Question, dataset_label, load_cmrc
 from rag_lib.evaluation import (
     bootstrap_ci,
@@ -35,9 +34,11 @@ from rag_lib.evaluation import (
     recall_at_k,
     reciprocal_rank,
 )
+from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
+from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
+from rag_lib.experiments.results import format_table
 from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings, with_query_cache
-from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 from rag_lib.store import (
@@ -53,7 +54,7 @@ from rag_lib.text import tokenize
 
 CANDIDATES = 15  # chunks fetched per question, mapped to at most 5 distinct contexts
 SIGNAL_CANDIDATES = 30  # rows each search of the per-context fusion hands over
-# Per-context fusion: each search's say, chosen on half A of the contexts by `python -m rag_lib.bench ceiling`
+# Per-context fusion: each search's say, chosen on half A of the contexts by `python -m benchmarks ceiling`
 # (bench_results/ceiling.json); the questions of half B took no part in choosing them.
 FUSION_WEIGHTS = {"e5 children (120)": 0.6, "e5 chunks (300)": 0.6, "BM25 chunks (300)": 0.2, "BM25 contexts": 0.2,
                   "BM25 titles": 0.2}
@@ -82,7 +83,7 @@ BatchSearch = Callable[[list[str]], list[list[tuple[str, str]]]]
 
 def cmrc_parser(name: str, description: str | None) -> argparse.ArgumentParser:
     """The options every CMRC benchmark takes: --cmrc, --n (a seeded sample of questions), --out (default: name)."""
-    parser = argparse.ArgumentParser(prog=f"python -m rag_lib.bench {name}", description=description)
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks {name}", description=description)
     parser.add_argument("--cmrc", "--data", dest="cmrc",
                         help="a CMRC 2018 JSON file, trial or dev (default: the trial set in data/cmrc2018, "
                              "or $CMRC_PATH)")

@@ -29,6 +29,7 @@ from langchain_core.language_models import BaseChatModel
 from pymilvus import MilvusClient
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
+from benchmarks import MEASURED_ANALYZER, timed, write_results
 from rag_lib.advanced import (
     LANGUAGES,
     expand_query,
@@ -39,12 +40,19 @@ from rag_lib.advanced import (
     translate_query,
     union_search,
 )
-from rag_lib.bench import MEASURED_ANALYZER, format_table, timed, write_results
 from rag_lib.demo import DOCS
 from rag_lib.evaluation import bootstrap_ci, paired_difference, recall_at_k, reciprocal_rank
+from rag_lib.experiments.node_groups import (
+    DEFAULT_OUT,
+    GROUP_COLLECTION,
+    NodeGroupSearch,
+    document_rows,
+    index_groups,
+    load_groups,
+)
+from rag_lib.experiments.results import format_table, summary_table
 from rag_lib.index import index_directory
 from rag_lib.models import get_chat_model, get_embeddings
-from rag_lib.node_groups import DEFAULT_OUT, GROUP_COLLECTION, NodeGroupSearch, document_rows, index_groups, load_groups
 from rag_lib.retriever import Retriever
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.text import detect_language
@@ -164,20 +172,6 @@ def summary(rows: list[dict], names: list[str], set_name: str) -> list[dict]:
     return table
 
 
-def summary_table(results: dict) -> list[dict]:
-    """The summary of an advanced result, rounded for reading: per set and pipeline, the means, the differences to
-    the baseline with their 95% intervals, LLM calls and seconds per question."""
-    rows = []
-    for row in results["summary"]:
-        shown = {"set": f"{row['set']} ({row['questions']})", "pipeline": row["pipeline"],
-                 "recall@3": round(row["recall@3"], 3), "MRR@10": round(row["MRR@10"], 3)}
-        for metric in ("recall@3", "MRR@10"):
-            shown[f"{metric} diff [95% CI]"] = "{:+.3f} [{:+.3f}, {:+.3f}]".format(
-                row[f"{metric} diff"], *row[f"{metric} diff 95% CI"])
-        rows.append(shown | {"LLM calls": row["LLM calls"], "s/question": round(row["seconds"], 1)})
-    return rows
-
-
 def in_other_language(rows: list[dict]) -> dict[str, float]:
     """Share of translations and other-language HyDE passages that came back in the language asked for."""
     return {name: float(np.mean([detect_language(r["replies"][name]) != detect_language(r["question"]) for r in rows]))
@@ -185,7 +179,7 @@ def in_other_language(rows: list[dict]) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench advanced", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks advanced", description=__doc__)
     parser.add_argument("--questions", type=Path, default=QUESTIONS,
                         help="question file (default data/crosslingual_questions.json)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N entries of the file (a smoke run)")

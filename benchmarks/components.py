@@ -28,20 +28,13 @@ from langchain_core.stores import InMemoryStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
+from benchmarks import MEASURED_ANALYZER, percentile, write_results
+from benchmarks.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_collection, to_contexts
 from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
-from rag_lib.bench import MEASURED_ANALYZER, format_table, percentile, write_results
-from rag_lib.bench.retrieval import (
-    CANDIDATES,
-    Search,
-    chunk_contexts,
-    cmrc_parser,
-    cmrc_run,
-    load_collection,
-    to_contexts,
-)
 from rag_lib.chunking import SEPARATORS, recursive_split
 from rag_lib.cmrc import Dataset, dataset_label
 from rag_lib.evaluation import paired_difference, recall_at_k, reciprocal_rank
+from rag_lib.experiments.results import format_table
 from rag_lib.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
 from rag_lib.models import E5_MIN_SIMILARITY, get_chat_model
 from rag_lib.rerank import EmbeddingReranker
@@ -179,21 +172,6 @@ def llm_pipelines(client, embeddings, dense: Retriever) -> dict[str, Search]:
         "Retriever(embeddings=HypotheticalDocumentEmbedder)": as_search(hyde_retriever),
         "hyde_search": as_search(lambda q: hyde_search(llm, client, embeddings, q, "cmrc_chunks", k=CANDIDATES)[1]),
     }
-
-
-def pair_table(results: dict, jobs: list[str]) -> list[dict]:
-    """The pairs doing `jobs` in a components result, rounded for reading: LangChain / rag_lib per metric."""
-    rows = []
-    for pair in (p for p in results["pairs"] if p["job"] in jobs):
-        low, high = pair["R@1 diff 95% CI"]
-        row = {"job": pair["job"], "LangChain": pair["langchain"], "rag_lib": pair["rag_lib"]}
-        row["questions"] = pair["questions"]
-        for metric in ("R@1", "R@5", "MRR@5"):
-            row[f"{metric} LC / rag_lib"] = f"{pair[f'{metric} langchain']:.3f} / {pair[f'{metric} rag_lib']:.3f}"
-        row["R@1 diff [95% CI]"] = f"{pair['R@1 diff']:+.3f} [{low:+.3f}, {high:+.3f}]"
-        row["p50 ms LC / rag_lib"] = f"{pair['p50 ms langchain']:,.0f} / {pair['p50 ms rag_lib']:,.0f}"
-        rows.append(row)
-    return rows
 
 
 def main(argv: list[str]) -> None:

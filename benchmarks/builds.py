@@ -21,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_lib.bench import format_table, write_results
+from benchmarks import write_results
 from rag_lib.evaluation import exact_match
+from rag_lib.experiments.results import format_table
 from rag_lib.index import source_name
 
 ROUND = 5  # prompts per build per round
@@ -33,7 +34,7 @@ def prompts(n: int) -> list[dict]:
     """The first n questions of the answers benchmark's sample, each with its extractive prompt on the gold context."""
     from langchain_core.documents import Document
 
-    from rag_lib.bench.answers import sample_questions
+    from benchmarks.answers import sample_questions
     from rag_lib.cmrc import cmrc_path, load_cmrc
     from rag_lib.graphs.rag import extract_prompt
 
@@ -84,7 +85,7 @@ def run_build(site: Path | None, items: list[dict]) -> list[dict]:
     env = dict(os.environ)
     if site is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "rag_lib.bench.builds", "--worker"], input=json.dumps(items),
+    done = subprocess.run([sys.executable, "-m", "benchmarks.builds", "--worker"], input=json.dumps(items),
                           capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise SystemExit(f"the build in {site or 'the venv'} failed (exit {done.returncode}; an illegal instruction "
@@ -121,7 +122,7 @@ def summary(name: str, rows: list[dict]) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m rag_lib.bench builds", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks builds", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--site", type=Path, help="folder where the other build is installed (pip install --target)")
     parser.add_argument("--wheel", type=Path, help="a llama-cpp-python wheel: installed into --site first")

@@ -1,0 +1,109 @@
+"""Reading the committed benchmark results in bench_results/ for the notebooks: load them, print them as tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rag_lib.store import PROJECT_ROOT
+
+RESULTS_DIR = PROJECT_ROOT / "bench_results"
+
+
+def load_results(name: str) -> dict[str, Any]:
+    """Read committed results (for notebooks that plot them)."""
+    return json.loads((RESULTS_DIR / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """A Markdown table of `rows` (keys of the first row are the columns); floats get 3 significant digits."""
+    if not rows:
+        return "(no rows)"
+    columns = list(rows[0])
+
+    def cell(v: Any) -> str:
+        return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def with_ci(row: dict, label: str, digits: int = 2) -> str:
+    """'0.42 [0.35, 0.49]': a value with its interval, for the printed tables."""
+    low, high = row[f"{label} ci"]
+    return f"{row[label]:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+
+def read_jsonl(path: Path, repair: bool = False) -> list[dict]:
+    """The records of a JSONL file ([] when absent). A last line without its newline was torn by a killed run (or is
+    being written now): it is left out, and with `repair` (a run about to append) cut off the file, so it runs again."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    complete, _, torn = text.rpartition("\n")
+    if torn and repair:
+        print(f"{path}: dropping a torn last line (the run was stopped while writing it); that row runs again")
+        with path.open("r+", encoding="utf-8") as file:
+            file.truncate(len((complete + "\n").encode("utf-8")) if complete else 0)
+    records = []
+    for number, line in enumerate(complete.splitlines(), 1):
+        if line.strip():
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}: not JSON ({error}); delete the line to rerun it") from None
+    return records
+
+
+def pair_table(results: dict, jobs: list[str]) -> list[dict]:
+    """The pairs doing `jobs` in a components result, rounded for reading: LangChain / rag_lib per metric."""
+    rows = []
+    for pair in (p for p in results["pairs"] if p["job"] in jobs):
+        low, high = pair["R@1 diff 95% CI"]
+        row = {"job": pair["job"], "LangChain": pair["langchain"], "rag_lib": pair["rag_lib"]}
+        row["questions"] = pair["questions"]
+        for metric in ("R@1", "R@5", "MRR@5"):
+            row[f"{metric} LC / rag_lib"] = f"{pair[f'{metric} langchain']:.3f} / {pair[f'{metric} rag_lib']:.3f}"
+        row["R@1 diff [95% CI]"] = f"{pair['R@1 diff']:+.3f} [{low:+.3f}, {high:+.3f}]"
+        row["p50 ms LC / rag_lib"] = f"{pair['p50 ms langchain']:,.0f} / {pair['p50 ms rag_lib']:,.0f}"
+        rows.append(row)
+    return rows
+
+
+
+def summary_table(results: dict) -> list[dict]:
+    """The summary of an advanced result, rounded for reading: per set and pipeline, the means, the differences to
+    the baseline with their 95% intervals, LLM calls and seconds per question."""
+    rows = []
+    for row in results["summary"]:
+        shown = {"set": f"{row['set']} ({row['questions']})", "pipeline": row["pipeline"],
+                 "recall@3": round(row["recall@3"], 3), "MRR@10": round(row["MRR@10"], 3)}
+        for metric in ("recall@3", "MRR@10"):
+            shown[f"{metric} diff [95% CI]"] = "{:+.3f} [{:+.3f}, {:+.3f}]".format(
+                row[f"{metric} diff"], *row[f"{metric} diff 95% CI"])
+        rows.append(shown | {"LLM calls": row["LLM calls"], "s/question": round(row["seconds"], 1)})
+    return rows
+
+
+
+def agent_tables(label: str, parts: dict[str, Any]) -> str:
+    """The first-step table and the agent-vs-CRAG table of one model's results."""
+    choices = [
+        {"model": label, "decoding": name.removeprefix("choice_"), "first step right": s["all"]["rate"],
+         "95% CI": s["all"]["ci95"], "docs": s["docs"]["rate"], "web": s["web"]["rate"], "direct": s["direct"]["rate"]}
+        for name in ("choice_constrained", "choice_native") if name in parts
+        for s in [parts[name]["summary"]]
+    ]
+    compared = [
+        {"model": label, "pipeline": pipeline, "correct": s["correct"]["all"]["rate"],
+         "95% CI": s["correct"]["all"]["ci95"], "first step right": s["first_step_right"]["all"]["rate"],
+         "expected trajectory": s["expected_trajectory"]["all"]["rate"],
+         "LLM calls": s["mean_llm_calls"], "tool calls": s["mean_tool_calls"], "median s": s["median_s"]}
+        for pipeline, s in parts.get("compare", {}).get("summary", {}).items()
+    ]
+    return "\n\n".join(format_table(rows) for rows in (choices, compared) if rows)
+
+
