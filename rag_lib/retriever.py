@@ -14,7 +14,6 @@ Rankers for several fields (search_type="hybrid"):
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal
 
@@ -29,7 +28,7 @@ from pymilvus.exceptions import MilvusException
 
 from rag_lib.models import embed_queries
 from rag_lib.rerank import Reranker
-from rag_lib.store import DEFAULT_COLLECTION, DENSE_SEARCH_PARAMS, METADATA_FIELDS, SPARSE_SEARCH_PARAMS, query_all
+from rag_lib.store import DEFAULT_COLLECTION, DENSE_SEARCH_PARAMS, METADATA_FIELDS, SPARSE_SEARCH_PARAMS
 from rag_lib.text import check_query
 
 DEFAULT_FIELDS = {"dense": ["dense"], "sparse": ["sparse"], "hybrid": ["dense", "sparse"]}
@@ -361,70 +360,6 @@ class Retriever(BaseRetriever):
             batches = self._hybrid(queries, vectors, limit)  # also the coarse RRF stage of ranker="model"
         similarity = vectors[SIMILARITY_FIELD]
         return [self._finish(q, v, sorted(hits, key=_best_first)) for q, v, hits in zip(queries, similarity, batches)]
-
-    def best_per_parent(
-        self, queries: list[str], parents: list[list[str]], parent_key: str = "parent_id"
-    ) -> list[dict[str, float]]:
-        """For each query, the best score of each of its `parents` over their rows: the score a parent the first
-        search missed would have had. Single-field retrievers only. BM25: Milvus's grouping search restricted to the
-        parents (a parent sharing no term with the query scores 0.0; seal the collection first, since on unflushed
-        rows Lite takes BM25's statistics from the filtered rows alone). Dense: the exact cosine over the parents'
-        rows, fetched by a scalar query (an HNSW search under so narrow a filter misses rows)."""
-        if len(self._fields) != 1:
-            raise RetrieverConfigError(f"best_per_parent searches one field; this retriever searches {self._fields}.")
-        field, vectors = self._fields[0], self._query_vectors(queries)
-        best: list[dict[str, float]] = []
-        for i, (query, wanted) in enumerate(zip(queries, parents, strict=True)):
-            restrict = f"{parent_key} in {json.dumps(wanted, ensure_ascii=False)}"
-            restrict = f"({self.filter}) and {restrict}" if self.filter else restrict
-            if not wanted:
-                scores = {}
-            elif field in self._text_fields:
-                hits = self.client.search(
-                    self.collection, data=[query], anns_field=field, search_params=self._params[field],
-                    limit=len(wanted), filter=restrict, output_fields=[parent_key], group_by_field=parent_key,
-                )[0]
-                scores = {h[parent_key]: h["score"] for h in self._hits(hits, text_field=True)}
-            else:
-                scores = self._best_cosine(field, vectors[field][i], restrict, parent_key)
-            best.append({parent: scores.get(parent, 0.0) for parent in wanted})
-        return best
-
-    def lowest_score(self, queries: list[str]) -> list[float]:
-        """For each query, about the lowest score any row gets (single-field retrievers): 0.0 for BM25, where some
-        row shares no term with the query; for a dense field, the score of the row nearest the negated query
-        vector. A fusion scaling its candidates from this floor keeps their gaps in proportion to the corpus."""
-        if len(self._fields) != 1:
-            raise RetrieverConfigError(f"lowest_score searches one field; this retriever searches {self._fields}.")
-        field = self._fields[0]
-        if field in self._text_fields:
-            return [0.0] * len(queries)
-        metric = self._params[field].get("metric_type")
-        if metric not in ("COSINE", "IP"):
-            raise RetrieverConfigError(
-                f"lowest_score negates the query, which needs COSINE or IP; {field!r} uses {metric}."
-            )
-        negated = [[-x for x in vector] for vector in self._query_vectors(queries)[field]]
-        results = self.client.search(self.collection, data=negated, anns_field=field, limit=1,
-                                     search_params=self._params[field], filter=self.filter)
-        return [-float(hits[0]["distance"]) if hits else 0.0 for hits in results]
-
-    def _best_cosine(self, field: str, vector: list[float], restrict: str, parent_key: str) -> dict[str, float]:
-        """Each parent's best cosine between `vector` and its rows' `field` vectors (the rows `restrict` selects)."""
-        metric = self._params[field].get("metric_type")
-        if metric != "COSINE":
-            raise RetrieverConfigError(
-                f"best_per_parent scores dense fields by cosine; {field!r} is searched by {metric}."
-            )
-        rows = query_all(self.client, self.collection, restrict, [field, parent_key])
-        if not rows:
-            return {}
-        matrix, query = np.asarray([r[field] for r in rows], dtype=np.float32), np.asarray(vector, dtype=np.float32)
-        cosines = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query) + 1e-12)
-        best: dict[str, float] = {}
-        for row, value in zip(rows, cosines.tolist()):
-            best[row[parent_key]] = max(best.get(row[parent_key], -1.0), value)
-        return best
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return self.search_many([query])[0]

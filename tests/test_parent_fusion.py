@@ -1,6 +1,6 @@
 """ParentFusionRetriever: per-parent best score, min-max per signal, weighted sum, every candidate scored with
 complete=True; checked arguments. Most signals here are canned hit lists (a TEST DOUBLE for Retriever.search_many
-and best_per_parent, no Milvus): the arithmetic is the test. The last tests run Retriever.best_per_parent on a real
+and best_per_parent, no Milvus): the arithmetic is the test. The last tests run RetrieverParentScores on a real
 Milvus Lite collection with the real embeddings."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.documents import Document
 
-from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
+from rag_lib.experiments.parent_fusion import ParentFusionRetriever, RetrieverParentScores, Signal
 from rag_lib.retriever import RetrieverConfigError
 
 
@@ -134,20 +134,20 @@ def searching(milvus, embeddings, collection: str, kind: str):
 def test_best_per_parent_is_each_parents_best_row_score(milvus, embeddings, parented, kind):
     retriever = searching(milvus, embeddings, parented, kind)
     every = retriever.search_many(QUERIES)
-    best = retriever.best_per_parent(QUERIES, [["P2", "P3"], ["P1", "P3"]])
+    best = RetrieverParentScores(retriever).best_per_parent(QUERIES, [["P2", "P3"], ["P1", "P3"]])
     for hits, wanted, scores in zip(every, [["P2", "P3"], ["P1", "P3"]], best):
         assert list(scores) == wanted
         for parent in wanted:
             rows = [d.metadata["score"] for d in hits if d.metadata["parent_id"] == parent]
             assert scores[parent] == pytest.approx(max(rows, default=0.0), rel=1e-5)  # BM25: no shared term -> 0.0
     assert best[0]["P2"] > best[0]["P3"] and best[1]["P1"] > best[1]["P3"]
-    assert retriever.best_per_parent(["x"], [[]]) == [{}]
+    assert RetrieverParentScores(retriever).best_per_parent(["x"], [[]]) == [{}]
 
 
 @pytest.mark.parametrize("kind", ["dense", "sparse"])
 def test_lowest_score_is_the_floor_of_every_rows_score(milvus, embeddings, parented, kind):
     retriever = searching(milvus, embeddings, parented, kind)
-    floors = retriever.lowest_score(QUERIES)
+    floors = RetrieverParentScores(retriever).lowest_score(QUERIES)
     if kind == "sparse":
         assert floors == [0.0, 0.0]  # some row shares no term with the query
         return

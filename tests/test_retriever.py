@@ -195,6 +195,7 @@ def test_a_query_that_is_not_valid_text_is_refused_before_any_search(no_search, 
     """A lone surrogate ("\\udc80") cannot be encoded by any model or database: refused with a clear message at every
     entry, the graphs' too (chat and the app's router before their first model call), instead of the embedder's
     UnicodeEncodeError."""
+    from rag_lib.experiments.parent_fusion import RetrieverParentScores
     from rag_lib.graphs.chat import ChatContext, build_chat_graph
     from rag_lib.graphs.rag import RAGContext, build_rag_graph
     from rag_lib.graphs.router import RouterContext, build_router_graph
@@ -204,8 +205,8 @@ def test_a_query_that_is_not_valid_text_is_refused_before_any_search(no_search, 
     entries = [
         lambda: retriever.invoke("cafe\udc80"),
         lambda: retriever.search_many(["fine", "cafe\udc80"]),
-        lambda: retriever.best_per_parent(["cafe\udc80"], [["parent"]]),
-        lambda: retriever.lowest_score(["cafe\udc80"]),
+        lambda: RetrieverParentScores(retriever).best_per_parent(["cafe\udc80"], [["parent"]]),
+        lambda: RetrieverParentScores(retriever).lowest_score(["cafe\udc80"]),
         # the graph's first node searches: its model is never reached
         lambda: build_rag_graph().invoke({"question": "cafe\udc80"}, context=RAGContext(retriever=retriever, llm=None)),
         lambda: search(no_search, embeddings, None, "cafe\udc80", "hyde"),  # the app's strategies, HyDE's model too

@@ -10,14 +10,17 @@ score any row gets (its floor), so that close candidates stay close instead of b
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from rag_lib.retriever import RetrieverConfigError, min_max, with_metadata
+from rag_lib.retriever import Retriever, RetrieverConfigError, min_max, with_metadata
+from rag_lib.store import query_all
 
 
 @runtime_checkable
@@ -30,13 +33,96 @@ class ManySearch(Protocol):
 
 @runtime_checkable
 class ParentScores(Protocol):
-    """What `complete=True` also needs: `rag_lib.retriever.Retriever.best_per_parent` and `lowest_score`."""
+    """What `complete=True` also needs from a search (`RetrieverParentScores` gives a `Retriever` both)."""
 
     def best_per_parent(
         self, queries: list[str], parents: list[list[str]], parent_key: str
     ) -> list[dict[str, float]]: ...
 
     def lowest_score(self, queries: list[str]) -> list[float]: ...
+
+
+class RetrieverParentScores(NamedTuple):
+    """`complete=True`'s two extra searches for a single-field `Retriever`: every candidate parent's best score and
+    the lowest score of any row. They read the Retriever's resolved fields and search parameters, and only this
+    experiment needs them, so they live here rather than on the Retriever."""
+
+    retriever: Retriever
+
+    def best_per_parent(
+        self, queries: list[str], parents: list[list[str]], parent_key: str = "parent_id"
+    ) -> list[dict[str, float]]:
+        """For each query, the best score of each of its `parents` over their rows: the score a parent the first
+        search missed would have had. BM25: Milvus's grouping search restricted to the parents (a parent sharing no
+        term with the query scores 0.0; seal the collection first, since on unflushed rows Lite takes BM25's
+        statistics from the filtered rows alone). Dense: the exact cosine over the parents' rows, fetched by a scalar
+        query (an HNSW search under so narrow a filter misses rows)."""
+        r = self.retriever
+        if len(r._fields) != 1:
+            raise RetrieverConfigError(f"best_per_parent searches one field; this retriever searches {r._fields}.")
+        field, vectors = r._fields[0], r._query_vectors(queries)
+        best: list[dict[str, float]] = []
+        for i, (query, wanted) in enumerate(zip(queries, parents, strict=True)):
+            restrict = f"{parent_key} in {json.dumps(wanted, ensure_ascii=False)}"
+            restrict = f"({r.filter}) and {restrict}" if r.filter else restrict
+            if not wanted:
+                scores = {}
+            elif field in r._text_fields:
+                hits = r.client.search(
+                    r.collection, data=[query], anns_field=field, search_params=r._params[field],
+                    limit=len(wanted), filter=restrict, output_fields=[parent_key], group_by_field=parent_key,
+                )[0]
+                scores = {h[parent_key]: h["score"] for h in r._hits(hits, text_field=True)}
+            else:
+                scores = self._best_cosine(field, vectors[field][i], restrict, parent_key)
+            best.append({parent: scores.get(parent, 0.0) for parent in wanted})
+        return best
+
+    def lowest_score(self, queries: list[str]) -> list[float]:
+        """For each query, about the lowest score any row gets: 0.0 for BM25, where some row shares no term with the
+        query; for a dense field, the score of the row nearest the negated query vector. A fusion scaling its
+        candidates from this floor keeps their gaps in proportion to the corpus."""
+        r = self.retriever
+        if len(r._fields) != 1:
+            raise RetrieverConfigError(f"lowest_score searches one field; this retriever searches {r._fields}.")
+        field = r._fields[0]
+        if field in r._text_fields:
+            return [0.0] * len(queries)
+        metric = r._params[field].get("metric_type")
+        if metric not in ("COSINE", "IP"):
+            raise RetrieverConfigError(
+                f"lowest_score negates the query, which needs COSINE or IP; {field!r} uses {metric}."
+            )
+        negated = [[-x for x in vector] for vector in r._query_vectors(queries)[field]]
+        results = r.client.search(r.collection, data=negated, anns_field=field, limit=1,
+                                  search_params=r._params[field], filter=r.filter)
+        return [-float(hits[0]["distance"]) if hits else 0.0 for hits in results]
+
+    def _best_cosine(self, field: str, vector: list[float], restrict: str, parent_key: str) -> dict[str, float]:
+        """Each parent's best cosine between `vector` and its rows' `field` vectors (the rows `restrict` selects)."""
+        r = self.retriever
+        metric = r._params[field].get("metric_type")
+        if metric != "COSINE":
+            raise RetrieverConfigError(
+                f"best_per_parent scores dense fields by cosine; {field!r} is searched by {metric}."
+            )
+        rows = query_all(r.client, r.collection, restrict, [field, parent_key])
+        if not rows:
+            return {}
+        matrix, query = np.asarray([row[field] for row in rows], dtype=np.float32), np.asarray(vector, dtype=np.float32)
+        cosines = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query) + 1e-12)
+        best: dict[str, float] = {}
+        for row, value in zip(rows, cosines.tolist()):
+            best[row[parent_key]] = max(best.get(row[parent_key], -1.0), value)
+        return best
+
+
+def parent_scores(search: ManySearch) -> ParentScores | None:
+    """What scores every candidate of a signal's search for `complete=True`: the search itself when it has the two
+    methods (e.g. `ClientBM25Search`), a `RetrieverParentScores` for a `Retriever`, else None."""
+    if isinstance(search, ParentScores):
+        return search
+    return RetrieverParentScores(search) if isinstance(search, Retriever) else None
 
 
 class Signal(NamedTuple):
@@ -69,7 +155,7 @@ class ParentFusionRetriever(BaseRetriever):
             raise RetrieverConfigError(f"weights {weights}: each must be in [0, 1], one at least above 0.")
         if self.k < 1:
             raise RetrieverConfigError(f"k={self.k}: k is how many parents to return; give k >= 1.")
-        partial = [s.name for s in self.signals if not isinstance(s.retriever, ParentScores)]
+        partial = [s.name for s in self.signals if parent_scores(s.retriever) is None]
         if self.complete and partial:
             raise RetrieverConfigError(f"complete=True needs best_per_parent and lowest_score on every signal; "
                                        f"{partial} lack them: use rag_lib.retriever.Retriever searches, "
@@ -125,8 +211,9 @@ class ParentFusionRetriever(BaseRetriever):
         if not self.complete:
             return [self.fuse(h) for h in hits]
         candidates = [list(self.first_hits(h)) for h in hits]
-        exact = {s.name: s.retriever.best_per_parent(queries, candidates, self.parent_key) for s in active}
-        floors = {s.name: s.retriever.lowest_score(queries) for s in active}
+        scorers = {s.name: parent_scores(s.retriever) for s in active}
+        exact = {name: scorer.best_per_parent(queries, candidates, self.parent_key) for name, scorer in scorers.items()}
+        floors = {name: scorer.lowest_score(queries) for name, scorer in scorers.items()}
         return [self.fuse(h, {name: scores[i] for name, scores in exact.items()},
                           {name: lows[i] for name, lows in floors.items()}) for i, h in enumerate(hits)]
 
