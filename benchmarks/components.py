@@ -29,7 +29,15 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from benchmarks import MEASURED_ANALYZER, percentile, write_results
-from benchmarks.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_collection, to_contexts
+from benchmarks.retrieval import (
+    CANDIDATES,
+    Search,
+    chunk_contexts,
+    cmrc_chunks,
+    cmrc_parser,
+    load_collection,
+    to_contexts,
+)
 from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
 from rag_lib.chunking import SEPARATORS, recursive_split
 from rag_lib.cmrc import Dataset, dataset_label
@@ -178,13 +186,11 @@ def main(argv: list[str]) -> None:
     parser = cmrc_parser("components", __doc__)
     parser.add_argument("--llm-n", type=int, default=LLM_QUESTIONS, help="questions for the LLM pairs (0 = skip them)")
     args = parser.parse_args(argv)
-    run = cmrc_run(args)  # --n: questions for the non-LLM pairs
+    run, chunks, _ = cmrc_chunks(args, MEASURED_ANALYZER)  # --n: questions for the non-LLM pairs
     data, questions, embeddings, client, folder = run.data, run.questions, run.embeddings, run.client, run.folder
     lc_split = RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=50).split_text  # LangChain's defaults
     splitters = [splitter_stats(data, "RecursiveCharacterTextSplitter(300, 50), default separators", lc_split),
                  splitter_stats(data, "rag_lib.chunking.recursive_split(300, 50)", recursive_split)]
-    chunks = chunk_contexts(data, 300, 50)
-    load_collection(client, "cmrc_chunks", chunks, embeddings, MEASURED_ANALYZER)
     load_collection(client, "cmrc_lc_chunks", split_rows(data, lc_split), embeddings, MEASURED_ANALYZER)
     parent_lc, parent_course = parent_setup(client, data, embeddings, str(folder / "lc.db"))
 

@@ -23,10 +23,8 @@ from benchmarks.retrieval import (
     CANDIDATES,
     BatchSearch,
     Search,
-    chunk_contexts,
+    cmrc_chunks,
     cmrc_parser,
-    cmrc_run,
-    load_collection,
     milvus_batch,
     peer_bm25,
 )
@@ -80,10 +78,8 @@ def precomputed(batch: BatchSearch, texts: list[str]) -> Search:
 
 def main(argv: list[str]) -> None:
     args = cmrc_parser("fusion", __doc__).parse_args(argv)
-    run = cmrc_run(args)
+    run, chunks, _ = cmrc_chunks(args, MEASURED_ANALYZER)
     data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
-    chunks = chunk_contexts(data, 300, 50)
-    load_collection(client, "cmrc_chunks", chunks, embeddings, MEASURED_ANALYZER)
 
     texts = sorted({q.text for q in questions if q.text})
 

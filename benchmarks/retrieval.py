@@ -163,6 +163,15 @@ def load_collection(client, name: str, rows: list[dict], embeddings, analyzer: d
     return vectors
 
 
+def cmrc_chunks(args: argparse.Namespace, analyzer: dict | None = None) -> tuple[CmrcRun, list[dict], np.ndarray]:
+    """The set-up the CMRC retrieval benchmarks share: `cmrc_run`, the contexts cut into 300-character chunks
+    (overlap 50) and loaded, flushed once, into the collection "cmrc_chunks" (`analyzer` for its BM25 field if
+    given); returns the run, the chunk rows and their vectors."""
+    run = cmrc_run(args)
+    chunks = chunk_contexts(run.data, 300, 50)
+    return run, chunks, load_collection(run.client, "cmrc_chunks", chunks, run.embeddings, analyzer)
+
+
 def context_rows(data: Dataset) -> tuple[list[dict], list[dict]]:
     """One row per whole context, and one per context holding its title (the first 20 characters if it has none)."""
     contexts = [make_row(cid, text, parent_id=cid, language="zh", title=data.titles[cid][:500])
@@ -329,12 +338,10 @@ def batched_latency(batches: dict[str, BatchSearch], questions: list, size: int 
 
 def main(argv: list[str]) -> None:
     args = cmrc_parser("retrieval", __doc__).parse_args(argv)
-    run = cmrc_run(args)
+    run, chunks, vectors = cmrc_chunks(args)
     data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
-    chunks = chunk_contexts(data, 300, 50)
     children = chunk_contexts(data, 120, 20)
     print(f"{len(data.contexts)} contexts -> {len(chunks)} chunks (300 chars), {len(children)} children (120 chars)")
-    vectors = load_collection(client, "cmrc_chunks", chunks, embeddings)
     load_collection(client, "cmrc_children", children, embeddings)
     contexts, titles = context_rows(data)
     for name, rows in (("cmrc_contexts", contexts), ("cmrc_titles", titles)):
