@@ -50,7 +50,7 @@ from rag_lib.experiments.node_groups import (
     index_groups,
     load_groups,
 )
-from rag_lib.experiments.results import format_table, summary_table
+from rag_lib.experiments.results import advanced_table, format_table
 from rag_lib.index import index_directory
 from rag_lib.models import get_chat_model, get_embeddings
 from rag_lib.retriever import Retriever
@@ -205,7 +205,7 @@ def main(argv: list[str]) -> None:
     sets = {name: [r for r in rows if r["set"] == name] for name in dict.fromkeys(r["set"] for r in rows)}
     groups = {CROSS: [r for r in rows if r["set"] != AS_WRITTEN], **sets}
     table = [row for name, subset in groups.items() if subset for row in summary(subset, list(pipes), name)]
-    print(format_table(summary_table({"summary": table})))
+    print(format_table(advanced_table({"summary": table})))
     setup = {"questions": len(rows), "per set": {name: len(subset) for name, subset in sets.items()},
              "chunks per question": K, "BM25 analyzer": MEASURED_ANALYZER, "node-group rows": group_rows,
              "bootstrap resamples": RESAMPLES,

@@ -36,7 +36,6 @@ def with_ci(row: dict, label: str, digits: int = 2) -> str:
     return f"{row[label]:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
-
 def read_jsonl(path: Path, repair: bool = False) -> list[dict]:
     """The records of a JSONL file ([] when absent). A last line without its newline was torn by a killed run (or is
     being written now): it is left out, and with `repair` (a run about to append) cut off the file, so it runs again."""
@@ -73,8 +72,7 @@ def pair_table(results: dict, jobs: list[str]) -> list[dict]:
     return rows
 
 
-
-def summary_table(results: dict) -> list[dict]:
+def advanced_table(results: dict) -> list[dict]:
     """The summary of an advanced result, rounded for reading: per set and pipeline, the means, the differences to
     the baseline with their 95% intervals, LLM calls and seconds per question."""
     rows = []
@@ -86,7 +84,6 @@ def summary_table(results: dict) -> list[dict]:
                 row[f"{metric} diff"], *row[f"{metric} diff 95% CI"])
         rows.append(shown | {"LLM calls": row["LLM calls"], "s/question": round(row["seconds"], 1)})
     return rows
-
 
 
 def agent_tables(label: str, parts: dict[str, Any]) -> str:
