@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rag_lib.experiments.results import RESULTS_DIR
+from rag_lib.experiments import results
 from rag_lib.store import JIEBA_ANALYZER_PARAMS
 
 # BM25's analyzer in the indexes most benchmarks build: jieba alone (JIEBA_ANALYZER_PARAMS), the analyzer their
@@ -44,7 +44,7 @@ def write_results(
 ) -> Path:
     """Save results with the machine they were measured on to bench_results/<name>.json, or `path` (`meta`: keep
     the record of an earlier measurement, e.g. when only the scores were recomputed)."""
-    path = path or RESULTS_DIR / f"{name}.json"
+    path = path or results.RESULTS_DIR / f"{name}.json"  # read when called: load_results reads the same folder
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = meta or {
         "machine": platform.machine(),

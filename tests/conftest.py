@@ -35,9 +35,9 @@ def bench_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     of what they wrote: bench_output(name) -> the parsed JSON of results name `name`."""
     import json
 
-    import benchmarks as bench
+    from rag_lib.experiments import results
 
-    monkeypatch.setattr(bench, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path / "results")  # where write_results and load_results go
     return lambda name: json.loads((tmp_path / "results" / f"{name}.json").read_text(encoding="utf-8"))
 
 
