@@ -40,10 +40,12 @@ from rag_lib.ann import (
     unit_vectors,
 )
 from rag_lib.bench import format_table, percentile, timed, write_results
+from rag_lib.chunking import recursive_split
 from rag_lib.cmrc import cmrc_path, load_cmrc
 from rag_lib.demo import DOCS
 from rag_lib.gguf import cache_dir
-from rag_lib.index import chunk_rows, embed_rows, list_files, read_text, split_text, write_file
+from rag_lib.index import chunk_rows, embed_rows, list_files, write_file
+from rag_lib.loaders import read_text
 from rag_lib.models import embedding_settings, raw_embeddings
 from rag_lib.store import DEFAULT_COLLECTION, connect, ensure_collection
 
@@ -123,7 +125,7 @@ def cmrc_texts(path: Path | None, contexts: int | None = None) -> tuple[list[str
         data = load_cmrc(path).head(contexts)
     except FileNotFoundError as error:
         raise SystemExit(f"{error} Or leave the real-data sweep out with --sections docs synthetic.") from None
-    chunks = list(dict.fromkeys(c for text in data.contexts.values() for c in split_text(text, 300, 50)))
+    chunks = list(dict.fromkeys(c for text in data.contexts.values() for c in recursive_split(text, 300, 50)))
     return chunks, [q.text for q in data.questions if q.text]
 
 

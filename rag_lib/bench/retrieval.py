@@ -24,6 +24,7 @@ from rank_bm25 import BM25Okapi
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.bench import format_table, percentile, write_results
+from rag_lib.chunking import recursive_split
 from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.cmrc import Dataset, Question, dataset_label, load_cmrc
 from rag_lib.evaluation import (
@@ -35,7 +36,6 @@ from rag_lib.evaluation import (
     recall_at_k,
     reciprocal_rank,
 )
-from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings, with_query_cache
 from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.rerank import EmbeddingReranker
@@ -119,7 +119,7 @@ def chunk_contexts(data: Dataset, size: int, overlap: int) -> list[dict]:
     """Rows for the course schema: each context split into chunks whose parent is the context."""
     rows = []
     for context_id, text in data.contexts.items():
-        chunks = split_text(text, size, overlap)
+        chunks = recursive_split(text, size, overlap)
         for i, chunk in enumerate(chunks):
             rows.append(make_row(
                 context_id, chunk, chunk_index=i, chunk_count=len(chunks), parent_id=context_id, language="zh",
