@@ -155,7 +155,7 @@ def step_schema(tool_names: Sequence[str], answer_only: bool = False) -> type[Ba
     )
 
 
-def transcript(system: str, messages: Sequence[BaseMessage], llm: BaseChatModel | None = None) -> list[BaseMessage]:
+def plain_messages(system: str, messages: Sequence[BaseMessage], llm: BaseChatModel | None = None) -> list[BaseMessage]:
     """The conversation as plain system/user/assistant text any chat model reads: a tool call becomes the step's
     JSON, a tool result a user message holding the fenced passages and, last, the question again (a small model
     follows what it read last)."""
@@ -223,7 +223,7 @@ def next_step(llm: BaseChatModel, tools: Sequence[BaseTool], messages: Sequence[
     schema = step_schema([t.name for t in tools], answer_only=done or not tools)
     fallback = NO_REPLY[question_language(messages)]
     try:
-        step = structured_output(llm, schema, max_tokens=STEP_TOKENS).invoke(transcript(system, messages, llm))
+        step = structured_output(llm, schema, max_tokens=STEP_TOKENS).invoke(plain_messages(system, messages, llm))
     except StructuredOutputError:
         return AIMessage(fallback)
     if step.action == "answer" or not step.query.strip():

@@ -59,10 +59,10 @@ def signals(data: Dataset, embeddings, questions: list[str]) -> dict[str, np.nda
         "BM25 contexts": bm25_scores([data.contexts[c] for c in ids], questions),
         "BM25 titles": bm25_scores(titles, questions),
     }
-    return {name: min_max(m) for name, m in raw.items()}
+    return {name: min_max_rows(m) for name, m in raw.items()}
 
 
-def min_max(scores: np.ndarray) -> np.ndarray:
+def min_max_rows(scores: np.ndarray) -> np.ndarray:
     """Each row scaled to [0, 1]."""
     low, high = scores.min(axis=1, keepdims=True), scores.max(axis=1, keepdims=True)
     return (scores - low) / np.maximum(high - low, 1e-9)
