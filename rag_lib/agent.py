@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, create_model
 
 from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.prompts import PASSAGE_RULE, cap_question, passage_block
+from rag_lib.text import detect_language
 from rag_lib.websearch import (
     WEB_ATTEMPTS,
     WEB_RETRY_DELAY,
@@ -192,9 +193,9 @@ def tool_calls_since_question(messages: Sequence[BaseMessage]) -> int:
 
 
 def question_language(messages: Sequence[BaseMessage]) -> str:
-    """"zh" when the last user question holds CJK characters, else "en" (for the fixed replies)."""
+    """The last user question's language (`detect_language`), for the fixed replies."""
     question = next((str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
+    return detect_language(question)
 
 
 def agent_prompt(tools: Sequence[BaseTool | dict[str, Any]]) -> str:

@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import pytest
 
+from rag_lib.text import has_cjk
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 BENCH = ROOT / "bench_results"
@@ -961,7 +963,7 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"and completeness (\d)\. It does not", output(N13, 21, r"other question[^\n]*completeness (\d)")),
     Claim(N13, r"\((\d+) per action, \d+ of them", bench("router", "local", "accuracy app", "save", "n")),
     Claim(N13, r"per action, (\d+) of them in Chinese", derived("data/router_requests.json, requests with Chinese text",
-          lambda: sum(any("\u4e00" <= ch <= "\u9fff" for ch in r["request"])
+          lambda: sum(has_cjk(r["request"])
                       for r in json.loads((ROOT / "data" / "router_requests.json").read_text(encoding="utf-8"))))),
     Claim(N13, r"The model alone routes (\d+) of the \d+ right",
           bench("router", "local", "accuracy model", "all", "correct")),
