@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from rag_lib.bench import format_table, write_results
 from rag_lib.bench.retrieval import chunk_contexts, cmrc_parser, cmrc_sample, half_a
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.cmrc import Dataset, dataset_label
 from rag_lib.evaluation import bootstrap_ci
 from rag_lib.models import embed_queries, get_embeddings
@@ -44,7 +45,7 @@ def bm25_scores(texts: list[str], questions: list[str]) -> np.ndarray:
 def signals(data: Dataset, embeddings, questions: list[str]) -> dict[str, np.ndarray]:
     """Every signal as a (questions, contexts) matrix, min-max scaled per question."""
     query = np.asarray(embed_queries(embeddings, [q or " " for q in questions]), dtype=np.float32)
-    chunks, children = chunk_contexts(data, 300, 50), chunk_contexts(data, 120, 20)
+    chunks, children = chunk_contexts(data, CHUNK_SIZE, CHUNK_OVERLAP), chunk_contexts(data, 120, 20)
     ids = list(data.contexts)
     titles = [data.titles[c] or data.contexts[c][:20] for c in ids]
 

@@ -17,6 +17,7 @@ from rag_lib.bench import MEASURED_ANALYZER, format_table, write_results
 from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.lite import grown_rows
 from rag_lib.bench.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_search
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
 from rag_lib.models import USEEmbeddings, raw_embeddings
@@ -107,7 +108,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     run = cmrc_run(args)
     use = USEEmbeddings()
-    chunks = chunk_contexts(run.data, 300, 50)
+    chunks = chunk_contexts(run.data, CHUNK_SIZE, CHUNK_OVERLAP)
     texts = [r["text"] for r in chunks]
     e5_vectors = np.asarray(run.embeddings.embed_documents(texts), dtype=np.float32)  # disk-cached
     use_vectors, _ = embed_all(use, texts, "USE, CMRC chunks")

@@ -30,6 +30,7 @@ from rag_lib.bench.retrieval import (
     milvus_batch,
     peer_bm25,
 )
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
 from rag_lib.retriever import Retriever
@@ -81,7 +82,7 @@ def main(argv: list[str]) -> None:
     args = cmrc_parser("fusion", __doc__).parse_args(argv)
     run = cmrc_run(args)
     data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
-    chunks = chunk_contexts(data, 300, 50)
+    chunks = chunk_contexts(data, CHUNK_SIZE, CHUNK_OVERLAP)
     load_collection(client, "cmrc_chunks", chunks, embeddings, MEASURED_ANALYZER)
 
     texts = sorted({q.text for q in questions if q.text})

@@ -40,7 +40,7 @@ from rag_lib.ann import (
     unit_vectors,
 )
 from rag_lib.bench import format_table, percentile, timed, write_results
-from rag_lib.chunking import recursive_split
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, recursive_split
 from rag_lib.cmrc import cmrc_path, load_cmrc
 from rag_lib.demo import DOCS
 from rag_lib.gguf import cache_dir
@@ -125,7 +125,8 @@ def cmrc_texts(path: Path | None, contexts: int | None = None) -> tuple[list[str
         data = load_cmrc(path).head(contexts)
     except FileNotFoundError as error:
         raise SystemExit(f"{error} Or leave the real-data sweep out with --sections docs synthetic.") from None
-    chunks = list(dict.fromkeys(c for text in data.contexts.values() for c in recursive_split(text, 300, 50)))
+    texts = data.contexts.values()
+    chunks = list(dict.fromkeys(c for text in texts for c in recursive_split(text, CHUNK_SIZE, CHUNK_OVERLAP)))
     return chunks, [q.text for q in data.questions if q.text]
 
 
@@ -369,7 +370,7 @@ def main(argv: list[str]) -> None:
             vectors, chunk_s = cached_vectors(chunks, "passage", embeddings)
             queries, query_s = cached_vectors(questions, "query", embeddings)
             results["cmrc"] = {
-                "source": cmrc_path(args.cmrc).name, "chunk_chars": 300,
+                "source": cmrc_path(args.cmrc).name, "chunk_chars": CHUNK_SIZE,
                 "embedding_s": {"chunks": chunk_s, "queries": query_s},
                 **dataset_sweep(client, lite_dir, "cmrc", vectors, queries, grids["cmrc"], args.single, dropped=False),
             }

@@ -24,7 +24,7 @@ from rank_bm25 import BM25Okapi
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from rag_lib.bench import format_table, percentile, write_results
-from rag_lib.chunking import recursive_split
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, recursive_split
 from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.cmrc import Dataset, Question, dataset_label, load_cmrc
 from rag_lib.evaluation import (
@@ -330,7 +330,7 @@ def main(argv: list[str]) -> None:
     args = cmrc_parser("retrieval", __doc__).parse_args(argv)
     run = cmrc_run(args)
     data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
-    chunks = chunk_contexts(data, 300, 50)
+    chunks = chunk_contexts(data, CHUNK_SIZE, CHUNK_OVERLAP)
     children = chunk_contexts(data, 120, 20)
     print(f"{len(data.contexts)} contexts -> {len(chunks)} chunks (300 chars), {len(children)} children (120 chars)")
     vectors = load_collection(client, "cmrc_chunks", chunks, embeddings)
