@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from benchmarks import write_results
 from benchmarks.retrieval import chunk_contexts, cmrc_parser, cmrc_sample, half_a
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.cmrc import Dataset, dataset_label
 from rag_lib.evaluation import bootstrap_ci
 from rag_lib.experiments.results import format_table
@@ -45,7 +46,7 @@ def bm25_scores(texts: list[str], questions: list[str]) -> np.ndarray:
 def signals(data: Dataset, embeddings, questions: list[str]) -> dict[str, np.ndarray]:
     """Every signal as a (questions, contexts) matrix, min-max scaled per question."""
     query = np.asarray(embed_queries(embeddings, [q or " " for q in questions]), dtype=np.float32)
-    chunks, children = chunk_contexts(data, 300, 50), chunk_contexts(data, 120, 20)
+    chunks, children = chunk_contexts(data, CHUNK_SIZE, CHUNK_OVERLAP), chunk_contexts(data, 120, 20)
     ids = list(data.contexts)
     titles = [data.titles[c] or data.contexts[c][:20] for c in ids]
 
@@ -60,10 +61,10 @@ def signals(data: Dataset, embeddings, questions: list[str]) -> dict[str, np.nda
         "BM25 contexts": bm25_scores([data.contexts[c] for c in ids], questions),
         "BM25 titles": bm25_scores(titles, questions),
     }
-    return {name: min_max(m) for name, m in raw.items()}
+    return {name: min_max_rows(m) for name, m in raw.items()}
 
 
-def min_max(scores: np.ndarray) -> np.ndarray:
+def min_max_rows(scores: np.ndarray) -> np.ndarray:
     """Each row scaled to [0, 1]."""
     low, high = scores.min(axis=1, keepdims=True), scores.max(axis=1, keepdims=True)
     return (scores - low) / np.maximum(high - low, 1e-9)

@@ -39,7 +39,7 @@ from benchmarks.retrieval import (
     to_contexts,
 )
 from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
-from rag_lib.chunking import SEPARATORS, recursive_split
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, SEPARATORS, recursive_split
 from rag_lib.cmrc import Dataset, dataset_label
 from rag_lib.evaluation import paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.experiments.results import format_table
@@ -188,7 +188,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     run, chunks, _ = cmrc_chunks(args, MEASURED_ANALYZER)  # --n: questions for the non-LLM pairs
     data, questions, embeddings, client, folder = run.data, run.questions, run.embeddings, run.client, run.folder
-    lc_split = RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=50).split_text  # LangChain's defaults
+    lc_split = RecursiveCharacterTextSplitter(chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP).split_text
     splitters = [splitter_stats(data, "RecursiveCharacterTextSplitter(300, 50), default separators", lc_split),
                  splitter_stats(data, "rag_lib.chunking.recursive_split(300, 50)", recursive_split)]
     load_collection(client, "cmrc_lc_chunks", split_rows(data, lc_split), embeddings, MEASURED_ANALYZER)

@@ -17,6 +17,7 @@ from benchmarks import MEASURED_ANALYZER, write_results
 from benchmarks.components import RESAMPLES, score, summary
 from benchmarks.lite import grown_rows
 from benchmarks.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_search
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
 from rag_lib.experiments.results import format_table
@@ -108,7 +109,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     run = cmrc_run(args)
     use = USEEmbeddings()
-    chunks = chunk_contexts(run.data, 300, 50)
+    chunks = chunk_contexts(run.data, CHUNK_SIZE, CHUNK_OVERLAP)
     texts = [r["text"] for r in chunks]
     e5_vectors = np.asarray(run.embeddings.embed_documents(texts), dtype=np.float32)  # disk-cached
     use_vectors, _ = embed_all(use, texts, "USE, CMRC chunks")

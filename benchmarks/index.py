@@ -29,6 +29,7 @@ from langchain_core.embeddings import Embeddings
 from pymilvus import MilvusClient
 
 from benchmarks import percentile, timed, write_results
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, recursive_split
 from rag_lib.cmrc import cmrc_path, load_cmrc
 from rag_lib.demo import DOCS
 from rag_lib.experiments.ann import (
@@ -44,7 +45,8 @@ from rag_lib.experiments.ann import (
 )
 from rag_lib.experiments.results import format_table
 from rag_lib.gguf import cache_dir
-from rag_lib.index import chunk_rows, embed_rows, list_files, read_text, split_text, write_file
+from rag_lib.index import chunk_rows, embed_rows, list_files, write_file
+from rag_lib.loaders import read_text
 from rag_lib.models import embedding_settings, raw_embeddings
 from rag_lib.store import DEFAULT_COLLECTION, connect, ensure_collection
 
@@ -124,7 +126,8 @@ def cmrc_texts(path: Path | None, contexts: int | None = None) -> tuple[list[str
         data = load_cmrc(path).head(contexts)
     except FileNotFoundError as error:
         raise SystemExit(f"{error} Or leave the real-data sweep out with --sections docs synthetic.") from None
-    chunks = list(dict.fromkeys(c for text in data.contexts.values() for c in split_text(text, 300, 50)))
+    texts = data.contexts.values()
+    chunks = list(dict.fromkeys(c for text in texts for c in recursive_split(text, CHUNK_SIZE, CHUNK_OVERLAP)))
     return chunks, [q.text for q in data.questions if q.text]
 
 
@@ -368,7 +371,7 @@ def main(argv: list[str]) -> None:
             vectors, chunk_s = cached_vectors(chunks, "passage", embeddings)
             queries, query_s = cached_vectors(questions, "query", embeddings)
             results["cmrc"] = {
-                "source": cmrc_path(args.cmrc).name, "chunk_chars": 300,
+                "source": cmrc_path(args.cmrc).name, "chunk_chars": CHUNK_SIZE,
                 "embedding_s": {"chunks": chunk_s, "queries": query_s},
                 **dataset_sweep(client, lite_dir, "cmrc", vectors, queries, grids["cmrc"], args.single, dropped=False),
             }

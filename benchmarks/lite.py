@@ -46,6 +46,7 @@ from benchmarks.retrieval import (
     milvus_search,
     peer_bm25,
 )
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.cmrc import dataset_label
 from rag_lib.evaluation import paired_difference
 from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
@@ -82,14 +83,14 @@ class KnownQueries(Embeddings):
 
 
 def grown_rows(contexts: list[str], size: int, seed: int = 0) -> list[dict]:
-    """`size` chunks of real-looking Chinese text: a random context's sentences shuffled, cut to 300 characters."""
+    """`size` chunks of real-looking Chinese text: a random context's sentences shuffled, cut to CHUNK_SIZE."""
     rng = random.Random(seed)
     sentences = [split_sentences(c) for c in contexts]
     rows = []
     for i in range(size):
         picked = rng.choice(sentences)[:]
         rng.shuffle(picked)
-        rows.append(make_row(f"grown/{i}", "".join(picked)[:300], parent_id=f"grown/{i}", language="zh"))
+        rows.append(make_row(f"grown/{i}", "".join(picked)[:CHUNK_SIZE], parent_id=f"grown/{i}", language="zh"))
     return rows
 
 
@@ -117,7 +118,7 @@ def time_calls(pipelines: dict[str, Search], questions: list[str], desc: str) ->
 def segments(client, data, embeddings, questions: list, timed: list[str]) -> dict:
     """Part 1: one set of chunks, three loads (and BM25 with a stop filter); quality on every question, latency
     on the timed sample."""
-    rows = chunk_contexts(data, 300, 50)
+    rows = chunk_contexts(data, CHUNK_SIZE, CHUNK_OVERLAP)
     vectors = np.asarray(embeddings.embed_documents([r["text"] for r in rows]), dtype=np.float32)
     queries = KnownQueries(embeddings, sorted({q.text for q in questions if q.text}))
     loads = {"unflushed": None, ONE_FLUSH: len(rows), f"flushed every {SMALL_FLUSH} rows": SMALL_FLUSH}

@@ -24,6 +24,7 @@ from rank_bm25 import BM25Okapi
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from benchmarks import percentile, write_results
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, recursive_split
 from rag_lib.cmrc import Dataset, Question, dataset_label, load_cmrc
 from rag_lib.evaluation import (
     bootstrap_ci,
@@ -37,7 +38,6 @@ from rag_lib.evaluation import (
 from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.experiments.results import format_table
-from rag_lib.index import split_text
 from rag_lib.models import default_min_similarity, embed_queries, get_embeddings, with_query_cache
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
@@ -120,7 +120,7 @@ def chunk_contexts(data: Dataset, size: int, overlap: int) -> list[dict]:
     """Rows for the course schema: each context split into chunks whose parent is the context."""
     rows = []
     for context_id, text in data.contexts.items():
-        chunks = split_text(text, size, overlap)
+        chunks = recursive_split(text, size, overlap)
         for i, chunk in enumerate(chunks):
             rows.append(make_row(
                 context_id, chunk, chunk_index=i, chunk_count=len(chunks), parent_id=context_id, language="zh",
@@ -168,7 +168,7 @@ def cmrc_chunks(args: argparse.Namespace, analyzer: dict | None = None) -> tuple
     (overlap 50) and loaded, flushed once, into the collection "cmrc_chunks" (`analyzer` for its BM25 field if
     given); returns the run, the chunk rows and their vectors."""
     run = cmrc_run(args)
-    chunks = chunk_contexts(run.data, 300, 50)
+    chunks = chunk_contexts(run.data, CHUNK_SIZE, CHUNK_OVERLAP)
     return run, chunks, load_collection(run.client, "cmrc_chunks", chunks, run.embeddings, analyzer)
 
 

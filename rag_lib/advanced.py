@@ -95,7 +95,7 @@ class Gap(BaseModel):
     next_query: str
 
 
-def rewrite_query(llm: BaseChatModel, question: str, domain: str = DOMAIN) -> str:
+def domain_terms_query(llm: BaseChatModel, question: str, domain: str = DOMAIN) -> str:
     """Query rewriting: turn a vague or chatty question into a search query of the technical terms it is about.
 
     Why: "how does the second stage re-sort things?" does not contain the word "reranking" that its document uses.

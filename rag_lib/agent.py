@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, create_model
 
 from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.prompts import PASSAGE_RULE, cap_question, passage_block
+from rag_lib.text import detect_language
 from rag_lib.websearch import (
     WEB_ATTEMPTS,
     WEB_RETRY_DELAY,
@@ -155,7 +156,7 @@ def step_schema(tool_names: Sequence[str], answer_only: bool = False) -> type[Ba
     )
 
 
-def transcript(system: str, messages: Sequence[BaseMessage], llm: BaseChatModel | None = None) -> list[BaseMessage]:
+def plain_messages(system: str, messages: Sequence[BaseMessage], llm: BaseChatModel | None = None) -> list[BaseMessage]:
     """The conversation as plain system/user/assistant text any chat model reads: a tool call becomes the step's
     JSON, a tool result a user message holding the fenced passages and, last, the question again (a small model
     follows what it read last)."""
@@ -192,9 +193,9 @@ def tool_calls_since_question(messages: Sequence[BaseMessage]) -> int:
 
 
 def question_language(messages: Sequence[BaseMessage]) -> str:
-    """"zh" when the last user question holds CJK characters, else "en" (for the fixed replies)."""
+    """The last user question's language (`detect_language`), for the fixed replies."""
     question = next((str(m.content) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in question) else "en"
+    return detect_language(question)
 
 
 def agent_prompt(tools: Sequence[BaseTool | dict[str, Any]]) -> str:
@@ -223,7 +224,7 @@ def next_step(llm: BaseChatModel, tools: Sequence[BaseTool], messages: Sequence[
     schema = step_schema([t.name for t in tools], answer_only=done or not tools)
     fallback = NO_REPLY[question_language(messages)]
     try:
-        step = structured_output(llm, schema, max_tokens=STEP_TOKENS).invoke(transcript(system, messages, llm))
+        step = structured_output(llm, schema, max_tokens=STEP_TOKENS).invoke(plain_messages(system, messages, llm))
     except StructuredOutputError:
         return AIMessage(fallback)
     if step.action == "answer" or not step.query.strip():

@@ -33,6 +33,9 @@ from rag_lib.text import split_sentences
 
 # Paragraphs first, then Chinese and English sentence ends, then clauses, then words.
 SEPARATORS = ["\n\n", "\n", "。", "！", "？", ". ", "! ", "? ", "；", "; ", "，", ", ", " ", ""]
+# The default chunk size and overlap, in characters: every chunker and the benchmarks' chunk rows use them.
+CHUNK_SIZE = 300
+CHUNK_OVERLAP = 50
 STRATEGIES = ("fixed", "recursive", "markdown", "semantic", "parent_child")
 _HEADER = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 
@@ -45,7 +48,7 @@ class Chunk:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
-def fixed_size_split(text: str, chunk_size: int = 300, chunk_overlap: int = 50) -> list[str]:
+def fixed_size_split(text: str, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP) -> list[str]:
     """Windows of `chunk_size` characters, each starting `chunk_size - chunk_overlap` after the previous one.
 
     The baseline: fastest and simplest, but it cuts words, sentences and Chinese phrases anywhere.
@@ -55,7 +58,7 @@ def fixed_size_split(text: str, chunk_size: int = 300, chunk_overlap: int = 50) 
     return [w.strip() for w in windows if w.strip()]
 
 
-def recursive_split(text: str, chunk_size: int = 300, chunk_overlap: int = 50) -> list[str]:
+def recursive_split(text: str, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP) -> list[str]:
     """Recursive split on paragraph, sentence (Chinese and English) and clause boundaries, in characters.
 
     Tries the coarsest separator first and only falls back to finer ones for pieces still over `chunk_size`,
@@ -67,7 +70,9 @@ def recursive_split(text: str, chunk_size: int = 300, chunk_overlap: int = 50) -
     return [c.strip() for c in splitter.split_text(text) if c.strip()]
 
 
-def markdown_header_split(text: str, chunk_size: int = 300, chunk_overlap: int = 50, max_level: int = 3) -> list[Chunk]:
+def markdown_header_split(
+    text: str, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP, max_level: int = 3
+) -> list[Chunk]:
     """One section per `#`..`###` header (not inside code fences), re-split recursively when over `chunk_size`.
 
     Each chunk starts with its header path on a line of its own and keeps it in metadata, e.g.
@@ -104,8 +109,8 @@ def semantic_split(
     text: str,
     embeddings: Embeddings,
     percentile: float = 90.0,
-    chunk_size: int = 300,
-    chunk_overlap: int = 50,
+    chunk_size: int = CHUNK_SIZE,
+    chunk_overlap: int = CHUNK_OVERLAP,
     min_chars: int = 50,
 ) -> list[str]:
     """Cut between consecutive sentences whose embeddings are far apart, then cap sizes recursively.
@@ -136,7 +141,7 @@ def semantic_split(
 
 
 def parent_child_split(
-    text: str, parent_size: int = 1200, chunk_size: int = 300, chunk_overlap: int = 50
+    text: str, parent_size: int = 1200, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP
 ) -> list[Chunk]:
     """Small children to search, each pointing at the larger parent to hand to the model.
 
@@ -156,8 +161,8 @@ class Chunker:
     """A chunking strategy and its settings (sizes in characters); `split` applies it to one text."""
 
     strategy: str = "recursive"
-    chunk_size: int = 300
-    chunk_overlap: int = 50
+    chunk_size: int = CHUNK_SIZE
+    chunk_overlap: int = CHUNK_OVERLAP
     percentile: float = 90.0  # semantic: cut at distances above this percentile
     parent_size: int = 1200  # parent_child: size of the parents
 

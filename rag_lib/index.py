@@ -24,8 +24,7 @@ from pymilvus import MilvusClient
 from tqdm.auto import tqdm
 
 from rag_lib.chunking import Chunker
-from rag_lib.chunking import recursive_split as split_text
-from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes, read_text
+from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes
 from rag_lib.models import passage_cache
 from rag_lib.store import (
     DEFAULT_COLLECTION,
@@ -39,8 +38,6 @@ from rag_lib.store import (
     seal,
 )
 
-# split_text (the default chunker), read_text and LoadError are re-exported: demo, bench and notebooks import them here.
-__all__ = ["Chunker", "IndexReport", "LoadError", "index_directory", "parent_documents", "read_text", "split_text"]
 EMBED_BATCH = 16
 DELETE_BATCH = 1000  # deleted files whose rows go in one delete call
 

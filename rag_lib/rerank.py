@@ -10,7 +10,7 @@ takes them too. `get_reranker()` picks one from environment variables (offline b
 | --------------------------------------------------- | ----------------------------------------------- |
 | none                                                | `EmbeddingReranker`: e5 cosine                  |
 | RAG_RERANK_LLM=1                                    | `LLMReranker`: the chat model scores 0-10       |
-| RAG_RERANK_CROSS_ENCODER=<model name or path>       | `CrossEncoderReranker` (sentence-transformers)  |
+| RAG_RERANK_CROSS_ENCODER=<model name or path>       | `SentenceTransformersReranker` (cross-encoder)  |
 | RAG_RERANK_MODEL + RAG_RERANK_BASE_URL (+ _API_KEY) | `HttpReranker`: Jina/Cohere/DashScope-style API |
 
 No cross-encoder with bundled weights installs offline here, so the default re-scores candidates with the
@@ -134,7 +134,7 @@ class LLMReranker(BaseReranker):
         return ranked(documents, [-1 if s is None else s for s in scores], top_k)
 
 
-class CrossEncoderReranker(BaseReranker):
+class SentenceTransformersReranker(BaseReranker):
     """A sentence-transformers CrossEncoder (e.g. BAAI/bge-reranker-base) that you supply: it reads query and
     passage together, the classic second stage. Not installed by default (it pulls torch, a large download).
     `kwargs` go to `CrossEncoder`."""
@@ -146,7 +146,7 @@ class CrossEncoderReranker(BaseReranker):
             from sentence_transformers import CrossEncoder
         except ImportError as error:
             raise ImportError(
-                "CrossEncoderReranker needs sentence-transformers, which is not installed: "
+                "SentenceTransformersReranker needs sentence-transformers, which is not installed: "
                 "`pip install sentence-transformers` (pulls torch, ~1.4 GB) and make sure the model "
                 f"{model_name!r} is on disk or downloadable, or use EmbeddingReranker / HttpReranker instead."
             ) from error
@@ -231,7 +231,7 @@ def get_reranker(embeddings: Embeddings | None = None) -> BaseReranker:
             )
         return HttpReranker(url, model, key)
     if cross_encoder:
-        return CrossEncoderReranker(cross_encoder)
+        return SentenceTransformersReranker(cross_encoder)
     if llm:
         return LLMReranker()
     return EmbeddingReranker(embeddings)

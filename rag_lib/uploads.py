@@ -20,7 +20,7 @@ from typing import Literal
 from langchain_core.embeddings import Embeddings
 from pymilvus import MilvusClient
 
-from rag_lib.chunking import Chunker
+from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, Chunker
 from rag_lib.index import check_source, chunk_rows, embed_rows, shown_name, write_file
 from rag_lib.loaders import LoadError, load_file, max_file_bytes
 from rag_lib.store import DEFAULT_COLLECTION, ensure_collection, field_filter, load_if_exists, query_all
@@ -28,7 +28,6 @@ from rag_lib.text import detect_language
 
 UPLOAD_TYPES = (".md", ".txt", ".pdf")
 CHUNKINGS = ("semantic", "fixed", "recursive", "markdown")
-DEFAULT_CHUNK_SIZE = 300
 PARTIAL_NAME = ".{}.partial"  # an upload is written under this name first, then renamed over the real one
 
 
@@ -106,8 +105,8 @@ def check_upload(name: str, data: bytes) -> tuple[str, str]:
 def choose_chunker(chunking: str | None, chunk_size: int | None, name: str) -> Chunker:
     """The requested chunker, else markdown headers for .md files and the recursive split for the rest."""
     strategy = chunking or ("markdown" if name.lower().endswith(".md") else "recursive")
-    size = min(max(chunk_size or DEFAULT_CHUNK_SIZE, 50), 4000)
-    return Chunker(strategy, size, min(50, size // 4))
+    size = min(max(chunk_size or CHUNK_SIZE, 50), 4000)
+    return Chunker(strategy, size, min(CHUNK_OVERLAP, size // 4))
 
 
 def find_duplicate(client: MilvusClient, collection: str, digest: str) -> str | None:

@@ -62,7 +62,7 @@ def hit(id: str, text: str, score: float = 1.0, **metadata: Any) -> Document:
 
 def test_rewrite_joins_the_structured_terms_with_a_small_budget():
     llm = ScriptedChatModel(replies=[{"terms": ["HNSW", " M ", "HNSW", "default"]}])
-    assert advanced.rewrite_query(llm, "what's that M thing set to?") == "HNSW M default"
+    assert advanced.domain_terms_query(llm, "what's that M thing set to?") == "HNSW M default"
     prompt, max_tokens = llm.calls[0]
     assert "what's that M thing set to?" in prompt and advanced.DOMAIN in prompt and max_tokens == 48
     assert llm.max_tokens == 256  # the cap applies to a copy, not to the shared model

@@ -27,10 +27,10 @@ from rag_lib.agent import (
     docs_tool,
     format_results,
     next_step,
+    plain_messages,
     run_agent,
     step_schema,
     tool_calls_since_question,
-    transcript,
     web_tool,
 )
 from rag_lib.index import index_directory
@@ -97,7 +97,7 @@ def test_transcript_turns_tool_turns_into_text_and_repeats_the_question():
         AIMessage("", tool_calls=[{"name": "search_docs", "args": {"query": "chinese analyzer"}, "id": "c1"}]),
         ToolMessage("<passage id=1>jieba</passage>", tool_call_id="c1", name="search_docs"),
     ]
-    out = transcript("system", messages)
+    out = plain_messages("system", messages)
     assert [type(m).__name__ for m in out] == ["SystemMessage", "HumanMessage", "AIMessage", "HumanMessage"]
     assert json.loads(out[2].content) == {"action": "search_docs", "query": "chinese analyzer"}
     assert out[3].content.startswith("Results of search_docs:") and out[3].content.endswith(f"Question: {QUESTION}")
@@ -105,7 +105,7 @@ def test_transcript_turns_tool_turns_into_text_and_repeats_the_question():
 
 
 def test_transcript_caps_an_over_long_question():
-    out = transcript("system", [HumanMessage("向量" * 20_000)])
+    out = plain_messages("system", [HumanMessage("向量" * 20_000)])
     assert len(out[1].content) < 5_000
 
 

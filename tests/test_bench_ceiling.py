@@ -18,7 +18,7 @@ def test_per_question_scores_rank_one_rank_two_and_an_empty_question():
 
 
 def test_min_max_scales_each_question_to_zero_one():
-    scaled = ceiling.min_max(np.array([[2.0, 4.0, 3.0], [-1.0, -1.0, 5.0]]))
+    scaled = ceiling.min_max_rows(np.array([[2.0, 4.0, 3.0], [-1.0, -1.0, 5.0]]))
     assert np.allclose(scaled, [[0.0, 1.0, 0.5], [0.0, 0.0, 1.0]])
 
 

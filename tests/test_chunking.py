@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from rag_lib import index
 from rag_lib.chunking import (
     Chunker,
     fixed_size_split,
@@ -58,7 +57,6 @@ def test_recursive_split_respects_size_and_chinese_sentences():
     chunks = recursive_split(ZH + EN, chunk_size=80, chunk_overlap=0)
     assert all(len(c) <= 80 for c in chunks)
     assert chunks[0].endswith("。")
-    assert index.split_text is recursive_split  # the default chunker keeps its old name
 
 
 def test_markdown_sections_carry_their_header_path():

@@ -12,8 +12,8 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from rag_lib.chunking import Chunker
-from rag_lib.index import LoadError, chunk_rows, index_directory, parent_documents, read_text, split_text
-from rag_lib.loaders import make_pdf
+from rag_lib.index import chunk_rows, index_directory, parent_documents
+from rag_lib.loaders import LoadError, make_pdf, read_text
 from rag_lib.retriever import Retriever
 from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows, ensure_collection, make_row, seal
 
@@ -79,12 +79,6 @@ def test_read_text_rejects_binary(tmp_path):
     path.write_bytes(b"\x00\xff" * 10)
     with pytest.raises(LoadError, match="binary"):
         read_text(path)
-
-
-def test_split_text_respects_size_and_chinese_sentences():
-    chunks = split_text(ZH + EN, chunk_size=80, chunk_overlap=0)
-    assert all(len(c) <= 80 for c in chunks)
-    assert chunks[0].endswith("。")
 
 
 # --- loaders through index_directory: bad inputs are reported and leave the good rows alone -------------------

@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import pytest
 
+from rag_lib.text import has_cjk
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 BENCH = ROOT / "bench_results"
@@ -956,7 +958,7 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"and completeness (\d)\. It does not", output(N13, 21, r"other question[^\n]*completeness (\d)")),
     Claim(N13, r"\((\d+) per action, \d+ of them", bench("router", "local", "accuracy app", "save", "n")),
     Claim(N13, r"per action, (\d+) of them in Chinese", derived("data/router_requests.json, requests with Chinese text",
-          lambda: sum(any("\u4e00" <= ch <= "\u9fff" for ch in r["request"])
+          lambda: sum(has_cjk(r["request"])
                       for r in json.loads((ROOT / "data" / "router_requests.json").read_text(encoding="utf-8"))))),
     Claim(N13, r"The model alone routes (\d+) of the \d+ right",
           bench("router", "local", "accuracy model", "all", "correct")),
@@ -973,6 +975,22 @@ CLAIMS: list[Claim] = [
     # ---- 02 hybrid indexing
     Claim(N02, r"about (\d+) s of cells in the committed\s+run", cell_seconds(N02), rel=0.5),
     Claim(N02, r"\((\d+) s on an idle machine in", bench("quickstart", "setup", "index data/docs (s)")),
+    # section 5, LangChain's Indexing API beside index_directory (bench_results/indexing_api.json)
+    Claim(N02, r"data/docs: (\d+) files, \d+ chunks",
+          bench("indexing_api", "runs", "index_directory", 0, "files indexed")),
+    Claim(N02, r"data/docs: \d+ files, (\d+) chunks",
+          bench("indexing_api", "runs", "index_directory", 0, "rows written")),
+    Claim(N02, r"an edit rewrote (\d+) row", bench("indexing_api", "runs", "index(cleanup='full')", 2, "rows added")),
+    Claim(N02, r"a removed file's (\d+) rows went", derived(
+        "bench_results/indexing_api.json, full cleanup: rows before - rows after the removal",
+        lambda: walk(results("indexing_api"), ("runs", "index(cleanup='full')", 3, "rows before"))
+        - walk(results("indexing_api"), ("runs", "index(cleanup='full')", 3, "rows after")))),
+    Claim(N02, r"kept those (\d+) rows",
+          bench("indexing_api", "behaviours", "rows left behind by incremental after a removal")),
+    Claim(N02, r"rewrote (\d+) unchanged ones",
+          bench("indexing_api", "runs", "index(cleanup='incremental')", 1, "rows added")),
+    Claim(N02, r"slower here \(([\d.]+) s against", bench("indexing_api", "runs", "index_directory", 0, "seconds")),
+    Claim(N02, r"s against ([\d.]+) s\)", bench("indexing_api", "runs", "index(cleanup='incremental')", 0, "seconds")),
     # section 8, a second embedding model (bench_results/embeddings.json)
     Claim(N02, r"R@1 ([.\d]+) against e5's", embeddings_02("USE alone", "R@1")),
     Claim(N02, r"against e5's ([.\d]+)\s+\(-", embeddings_02("e5 alone", "R@1")),
@@ -1015,10 +1033,10 @@ CLAIMS: list[Claim] = [
     Claim(N02, r"after three edits, (\d+) files were skipped", output(N02, 32,
                                                                 r"after edit: .*'files skipped \(unchanged\)': (\d+)")),
     Claim(N02, r"one added, (\d+) skipped", output(N02, 32, r"after edit: .*'files skipped \(unchanged\)': (\d+)")),
-    Claim(N02, r"\((\d+)% against \d+%, the table above\)", output(N02, 47, r"(?m)^0\s+\d+\s+(\d+)%")),
-    Claim(N02, r"\(\d+% against (\d+)%, the table above\)", output(N02, 47, r"(?m)^1\s+\d+\s+(\d+)%")),
-    Claim(N02, r"\((\d+)% against \d+%\); CMRC", output(N02, 47, r"(?m)^0\s+\d+\s+\d+%\s+(\d+)%")),
-    Claim(N02, r"\(\d+% against (\d+)%\); CMRC", output(N02, 47, r"(?m)^1\s+\d+\s+\d+%\s+(\d+)%")),
+    Claim(N02, r"\((\d+)% against \d+%, the table above\)", output(N02, 51, r"(?m)^0\s+\d+\s+(\d+)%")),
+    Claim(N02, r"\(\d+% against (\d+)%, the table above\)", output(N02, 51, r"(?m)^1\s+\d+\s+(\d+)%")),
+    Claim(N02, r"\((\d+)% against \d+%\); CMRC", output(N02, 51, r"(?m)^0\s+\d+\s+\d+%\s+(\d+)%")),
+    Claim(N02, r"\(\d+% against (\d+)%\); CMRC", output(N02, 51, r"(?m)^1\s+\d+\s+\d+%\s+(\d+)%")),
     Claim(N02, r"the (\d+) CMRC\s+paragraphs", bench("components", "setup", "contexts")),
     Claim(N02, r"\(R@1 ([\d.]+) both", component("RecursiveCharacterTextSplitter defaults + hybrid", "R@1 langchain")),
     Claim(N02, r"\(R@1 ([\d.]+) both", component("RecursiveCharacterTextSplitter defaults + hybrid", "R@1 rag_lib")),

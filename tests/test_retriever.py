@@ -18,11 +18,11 @@ from pymilvus import DataType
 from rag_lib.index import index_directory
 from rag_lib.models import E5_MIN_SIMILARITY, ConfigError
 from rag_lib.rerank import (
-    CrossEncoderReranker,
     EmbeddingReranker,
     HttpReranker,
     LLMReranker,
     RelevanceScore,
+    SentenceTransformersReranker,
     get_reranker,
     ranked,
 )
@@ -437,7 +437,7 @@ def test_get_reranker_resolves_from_the_environment(no_rerank_env, embeddings):
 @pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is not None, reason="it is installed here")
 def test_cross_encoder_without_sentence_transformers_says_how_to_install():
     with pytest.raises(ImportError, match="pip install sentence-transformers"):
-        CrossEncoderReranker("BAAI/bge-reranker-base")
+        SentenceTransformersReranker("BAAI/bge-reranker-base")
 
 
 # ---------------------------------------------------------------- the course corpus

@@ -17,7 +17,7 @@ from rag_lib.settings import (
     PROJECT_ROOT,
     ConfigError,
     Settings,
-    describe,
+    describe_settings,
     set_native_library_defaults,
     settings,
 )
@@ -47,7 +47,7 @@ def test_defaults_are_the_offline_course():
 def test_every_variable_says_what_it_does():
     for name, field in Settings.model_fields.items():
         assert field.description and "\n" not in field.description, name
-    table = describe()
+    table = describe_settings()
     assert [line.split()[0] for line in table.splitlines()] == list(Settings.model_fields)
 
 
@@ -158,9 +158,9 @@ def test_keys_and_tokens_are_never_shown(clean_env):
         clean_env.setenv(name, f"secret-{name}")
     env = settings()
     assert env.TAVILY_API_KEY == "secret-TAVILY_API_KEY"  # the value is there for the code...
-    for text in (repr(env), str(env), describe(env)):  # ...but not in what a notebook prints
+    for text in (repr(env), str(env), describe_settings(env)):  # ...but not in what a notebook prints
         assert "secret-" not in text
-    shown = dict(line.split()[:2] for line in describe(env).splitlines())
+    shown = dict(line.split()[:2] for line in describe_settings(env).splitlines())
     assert shown["TAVILY_API_KEY"] == "set" and shown["RAG_LLM_MODEL"] == "unset"
 
 

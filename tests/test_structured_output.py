@@ -366,7 +366,7 @@ def test_advanced_helpers_fall_back_to_doing_nothing():
     question = "How does the second stage re-sort things?"
     bad = FakeChatModel(replies={"Terms": call({"terms": []}), "Variants": call({"queries": "one query"}),
                                  "SubQuestions": call({}), "Gap": text("Nothing is missing.")})
-    assert advanced.rewrite_query(bad, question) == question
+    assert advanced.domain_terms_query(bad, question) == question
     assert advanced.expand_query(bad, question) == []
     assert advanced.decompose(bad, question) == [question]
     hits = [Document("Reranking re-sorts candidates.", id="1", metadata={"id": "1", "score": 0.9})]

@@ -19,8 +19,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
+from rag_lib.chunking import recursive_split
 from rag_lib.experiments.display import mermaid
-from rag_lib.index import split_text
 from rag_lib.text import tokenize
 
 TEXT = (
@@ -73,7 +73,7 @@ def open_saver(path: Path) -> SqliteSaver:
 
 
 def test_send_fan_out_with_reducer_collects_every_branch():
-    chunks = split_text(TEXT, chunk_size=80, chunk_overlap=0)
+    chunks = recursive_split(TEXT, chunk_size=80, chunk_overlap=0)
     result = build_map_reduce().invoke({"chunks": chunks})
     assert len(chunks) >= 5
     assert sorted(n["index"] for n in result["notes"]) == list(range(len(chunks)))

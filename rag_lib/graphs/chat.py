@@ -119,7 +119,7 @@ def condensed_query(reply: str, question: str, previous: str) -> str:
     return f"{previous} {question}".strip()
 
 
-def transcript(messages: list[BaseMessage]) -> str:
+def conversation_text(messages: list[BaseMessage]) -> str:
     """The conversation as plain "User: ..." / "Assistant: ..." lines, for a prompt that rewrites rather than chats."""
     return "\n".join(f"{'User' if isinstance(m, HumanMessage) else 'Assistant'}: {m.content}" for m in messages)
 
@@ -130,7 +130,7 @@ def standalone_query(llm: BaseChatModel, question: str, earlier: list[BaseMessag
     if not earlier:
         return cap_question(question)
     previous = next((str(m.content) for m in reversed(earlier) if isinstance(m, HumanMessage)), "")
-    request = CONDENSE_REQUEST.format(conversation=transcript(earlier), question=cap_question(question))
+    request = CONDENSE_REQUEST.format(conversation=conversation_text(earlier), question=cap_question(question))
     reply = llm.bind(max_tokens=64).invoke([SystemMessage(CONDENSE_SYSTEM), HumanMessage(request)])
     return cap_question(condensed_query(str(reply.content), question, previous))
 
