@@ -31,6 +31,8 @@ BENCHMARKS = {
     "judging": "the judge's 0/1/2 against 97 labelled passages (data/judge_labels.json): agreement, confusion, "
         "Wilson CI",
     "builds": "two llama.cpp builds (portable AVX2 vs e.g. AVX-512) on the same answer prompts: prompt tok/s, answers",
+    "durability": "LangGraph's durability modes (exit, async, sync) with a SqliteSaver: ms per step, checkpoints "
+        "per run",
     "advanced": "notebook 05's query transforms and paths on 37 cross-lingual questions: file recall@3, MRR, CIs",
 }
 

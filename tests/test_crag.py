@@ -46,7 +46,7 @@ from rag_lib.graphs.crag import (
     refine,
 )
 from rag_lib.graphs.rag import EXTRACT_PROMPT, REFUSAL, UNSUPPORTED_NOTE
-from rag_lib.websearch import WEB_ATTEMPTS, WebSearchError
+from rag_lib.websearch import WEB_ATTEMPTS, WebSearchError, WebSearchTimeout
 
 QUESTION = "Which tokenizer does the Milvus chinese analyzer use?"
 BAND = (0.86, 0.90)
@@ -308,6 +308,13 @@ def test_a_server_error_is_tried_again_and_the_second_try_answers():
     assert web.queries == [REWRITTEN, REWRITTEN]  # LangGraph's RetryPolicy ran the node twice
     assert state["web_results"] == [WEB_PAGE] and "web_error" not in state
     assert FAILED_WEB not in nodes and "https://example.org/milvus-analyzers" in state["answer"]
+
+
+def test_a_timed_out_try_is_tried_again_without_an_error():
+    web = FlakyWeb([WEB_PAGE], [WebSearchTimeout("no answer within 10 s")])
+    state, nodes = run(crag([chunk(NOISE_CHUNK, 0.70)], ScriptedChatModel(), web))
+    assert web.queries == [REWRITTEN, REWRITTEN] and "web_error" not in state and FAILED_WEB not in nodes
+    assert state["web_results"] == [WEB_PAGE]
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 429])
@@ -627,6 +634,31 @@ def test_a_paused_run_survives_a_restart_with_a_sqlite_checkpointer(tmp_path):
     assert finished and web.queries == [REWRITTEN] and "https://example.org/milvus-analyzers" in final["answer"]
     assert llm.calls == ["grade", "rewrite"] and new_llm.calls == ["answer"]  # nothing before the pause runs again
     assert final["llm_calls"] == 3
+
+
+@pytest.mark.parametrize(("durability", "checkpoints"), [("exit", 1), ("async", 9), ("sync", 9)])
+def test_each_durability_mode_answers_alike_and_writes_its_checkpoints(tmp_path, durability, checkpoints):
+    connection, config = sqlite3.connect(tmp_path / "crag.sqlite", check_same_thread=False), {"configurable": {
+        "thread_id": durability}}
+    saver, web = SqliteSaver(connection), FakeWeb([WEB_PAGE])
+    try:
+        graph = build_crag_graph(saver)
+        final = graph.invoke({"question": QUESTION}, config, context=crag([chunk(NOISE_CHUNK, 0.70)],
+                             ScriptedChatModel(), web), durability=durability)
+        written = len(list(saver.list(config)))
+    finally:
+        connection.close()
+    assert "https://example.org/milvus-analyzers" in final["answer"] and web.queries == [REWRITTEN]
+    assert written == checkpoints  # "exit": the end state only; the others: the input, the start and 7 nodes
+
+
+def test_a_run_paused_with_durability_exit_is_saved_and_resumes():
+    llm, web = ScriptedChatModel(), FakeWeb([WEB_PAGE])
+    graph, config = build_crag_graph(InMemorySaver()), {"configurable": {"thread_id": "exit"}}
+    graph.invoke({"question": QUESTION}, config, context=asking(llm, web), durability="exit")
+    assert graph.get_state(config).next == ("approve_web",)
+    final = graph.invoke(Command(resume=True), config, context=asking(llm, web), durability="exit")
+    assert web.queries == [REWRITTEN] and "https://example.org/milvus-analyzers" in final["answer"]
 
 
 # --- helpers of the answers benchmark (benchmarks.answers), with the same test doubles ---
