@@ -6,8 +6,9 @@ in-process and never taken by the OpenAI-compatible server. `ToolOrAnswer` middl
 constrained decoding instead: every model step must reply with one JSON object, `{"action": <a tool name or
 "answer">, "query": ..., "answer": ...}`, which the schema (a grammar on llama.cpp, json_schema on a server)
 guarantees. Models with native tool calling can run without it (`build_agent(..., constrained=False)`).
-Loop guards: after `max_tool_calls` searches the schema offers only "answer", and `recursion_limit` bounds the
-graph. A reply that breaks the schema ends the run with a fixed reply instead of an error.
+Loop guards: after `max_tool_calls` searches the schema offers only "answer" (the last call still answers), and
+LangChain's ModelCallLimitMiddleware stops a run after `max_model_calls` model calls (without an answer). A reply
+that breaks the schema ends the run with a fixed reply instead of an error.
 """
 
 from __future__ import annotations
@@ -18,14 +19,20 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolRetryMiddleware
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    ModelCallLimitMiddleware,
+    ModelRequest,
+    ModelResponse,
+    ToolRetryMiddleware,
+)
+from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.errors import GraphRecursionError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
@@ -44,8 +51,8 @@ from rag_lib.websearch import (
     search_pages,
 )
 
-# Few-shot examples of the first step: a 1.5B model picks the right tool far more often with them (notebook 10
-# measures it); they share no question with data/agent_questions.json.
+# Few-shot examples of the first step, one pair per kind of step (documents, web, no lookup); they share no question
+# with data/agent_questions.json.
 EXAMPLES = (
     "\nExamples of a first step:\n"
     'Question: LangGraph 的 Send API 用来做什么？ -> {"action": "search_docs", "query": "LangGraph Send API"}\n'
@@ -260,7 +267,7 @@ def conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 class FreshQuestion(AgentMiddleware):
     """Starts every run on a thread (a new question) as on a fresh thread: the searches made for earlier questions
     belong to them and leave the thread (Overwrite: the messages reducer would only add), the conversation stays.
-    So the prompt does not grow with old passages, and a run stopped by the recursion limit leaves no unanswered
+    So the prompt does not grow with old passages, and a run stopped by the model call limit leaves no unanswered
     tool call behind."""
 
     def before_agent(self, state: dict[str, Any], runtime: Runtime) -> dict[str, Any] | None:
@@ -275,16 +282,18 @@ def build_agent(
     *,
     constrained: bool = True,
     max_tool_calls: int = 2,
+    max_model_calls: int = 4,
     checkpointer: BaseCheckpointSaver | None = None,
 ) -> CompiledStateGraph:
     """`create_agent` over `tools`; `constrained` adds ToolOrAnswer (needed by the local model), otherwise the
-    model's native tool calling decides and the system prompt is the same. `web_retry` tries the web tools'
-    transient failures again. With a `checkpointer` (a thread_id in config), FreshQuestion starts each question on
-    a thread from the conversation alone."""
+    model's native tool calling decides and the system prompt is the same. ModelCallLimitMiddleware raises
+    ModelCallLimitExceededError (run_agent turns it into a fixed reply) before model call `max_model_calls` + 1 of a
+    run. `web_retry` tries the web tools' transient failures again. With a `checkpointer` (a thread_id in config),
+    FreshQuestion starts each question on a thread from the conversation alone."""
     if constrained:
         check_tools(tools)  # fail when the agent is built, not at its first step
     middleware: list[AgentMiddleware] = [FreshQuestion(), *([ToolOrAnswer(max_tool_calls)] if constrained else [])]
-    middleware.append(web_retry(tools))
+    middleware += [ModelCallLimitMiddleware(run_limit=max_model_calls, exit_behavior="error"), web_retry(tools)]
     return create_agent(
         llm, list(tools), system_prompt=agent_prompt(tools),
         middleware=middleware, checkpointer=checkpointer,
@@ -297,14 +306,13 @@ def trajectory(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
             if isinstance(m, AIMessage) for c in m.tool_calls]
 
 
-def run_agent(agent: CompiledStateGraph, question: str, *, recursion_limit: int = 12,
-              config: dict | None = None) -> dict[str, Any]:
-    """Answer `question`: {"answer", "tools" (trajectory), "documents" (what the tools returned), "messages"}.
-    Hitting `recursion_limit` is not an error: the answer says no answer was reached."""
-    config = {**(config or {}), "recursion_limit": recursion_limit}
+def run_agent(agent: CompiledStateGraph, question: str, *, config: dict | None = None) -> dict[str, Any]:
+    """Answer `question`: {"answer", "tools" (trajectory), "documents" (what the tools returned), "messages",
+    "stopped"}. Hitting the agent's model call limit is not an error: "stopped" is True and the answer says no
+    answer was reached."""
     try:
         state = agent.invoke({"messages": [HumanMessage(question)]}, config)
-    except GraphRecursionError:
+    except ModelCallLimitExceededError:
         language = question_language([HumanMessage(question)])
         return {"answer": NO_REPLY[language], "tools": [], "documents": [], "messages": [], "stopped": True}
     messages = state["messages"]

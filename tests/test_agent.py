@@ -251,11 +251,12 @@ def test_a_broken_reply_ends_with_a_fixed_answer_fake_model(monkeypatch, retriev
     assert out["answer"] == NO_REPLY["zh"] and out["tools"] == []
 
 
-def test_the_recursion_limit_stops_a_looping_agent_fake_model(monkeypatch, retriever, web):
-    scripted(monkeypatch, [{"action": "search_docs", "query": f"try {i}"} for i in range(20)])
-    agent = build_agent(get_chat_model(), [docs_tool(retriever), web_tool(web)], max_tool_calls=50)
-    out = run_agent(agent, "What is HNSW?", recursion_limit=5)
+def test_the_model_call_limit_stops_a_looping_agent_fake_model(monkeypatch, retriever, web):
+    seen = scripted(monkeypatch, [{"action": "search_docs", "query": f"try {i}"} for i in range(20)])
+    agent = build_agent(get_chat_model(), [docs_tool(retriever), web_tool(web)], max_tool_calls=50, max_model_calls=3)
+    out = run_agent(agent, "What is HNSW?")
     assert out["stopped"] and out["answer"] == NO_REPLY["en"]
+    assert len(seen) == 3  # three model calls, three searches; the fourth call was never made
 
 
 def test_next_step_with_the_local_model_searches_the_docs_first(retriever, web):

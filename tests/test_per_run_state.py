@@ -214,7 +214,7 @@ def test_router_second_request_differs_from_a_fresh_one_only_by_the_conversation
 # --- the agent: its searches belong to one question, the user turns and answers carry over
 
 
-@pytest.mark.parametrize("stopped", [False, True], ids=["answered", "stopped-by-the-recursion-limit"])
+@pytest.mark.parametrize("stopped", [False, True], ids=["answered", "stopped-by-the-model-call-limit"])
 def test_agent_second_question_sees_the_conversation_but_none_of_the_first_questions_searches(monkeypatch, stopped):
     first, second = "What does HNSW stand for?", "Who described HNSW?"
     table = {first: [M30], second: [AUTHORS]}
@@ -228,10 +228,11 @@ def test_agent_second_question_sees_the_conversation_but_none_of_the_first_quest
     tools = [docs_tool(TableRetriever(table=table)), web_tool(FakeWeb([WEB_PAGE]))]
 
     def build() -> CompiledStateGraph:
-        return build_agent(llm, tools, max_tool_calls=50 if stopped else 2, checkpointer=InMemorySaver())
+        return build_agent(llm, tools, max_tool_calls=50 if stopped else 2, max_model_calls=2 if stopped else 4,
+                           checkpointer=InMemorySaver())
 
     agent = build()
-    assert run_agent(agent, first, recursion_limit=5 if stopped else 12, config=THREAD)["stopped"] is stopped
+    assert run_agent(agent, first, config=THREAD)["stopped"] is stopped
     replies[:] = [*search, *search]  # a stopped run leaves unused steps: question 2 starts from its own
     steps_before = len(seen)
     reused = run_agent(agent, second, config=THREAD)

@@ -226,3 +226,29 @@ def test_generate_node_runs_alone_on_a_state_and_a_runtime(context) -> None:
     """A node is a plain function: a state and Runtime(context=...) are all it needs, no graph."""
     update = generate({"question": QUESTION, "documents": DOCS}, Runtime(context=context))
     assert update == {"answer": ANSWER}
+
+
+def test_v2_parts_are_typed_dicts_in_arrival_order(graph, context) -> None:
+    parts = list(graph.stream({"question": QUESTION}, stream_mode=["updates", "messages"], context=context,
+                              version="v2"))
+    assert all(set(part) == {"type", "ns", "data"} and part["ns"] == () for part in parts)
+    kinds = [(part["type"],
+              part["data"][1]["langgraph_node"] if part["type"] == "messages" else next(iter(part["data"])))
+             for part in parts]
+    assert kinds[0] == ("updates", "retrieve") and kinds[-1] == ("updates", "generate")
+    assert set(kinds[1:-1]) == {("messages", "generate")}  # the tokens, between the two updates
+    assert "".join(part["data"][0].content for part in parts if part["type"] == "messages") == ANSWER
+    assert parts[-1]["data"] == {"generate": {"answer": ANSWER}}
+
+
+def test_v2_one_mode_and_subgraphs_keep_the_same_shape(graph, context) -> None:
+    one = list(graph.stream({"question": QUESTION}, stream_mode="updates", context=context, version="v2"))
+    assert [(part["type"], part["ns"], list(part["data"])) for part in one] == [
+        ("updates", (), ["retrieve"]), ("updates", (), ["generate"])]  # v1 would yield the bare dicts
+    context = RAGContext(FakeRetriever(documents=DOCS), fake_llm())
+    nested = list(build_app(graph).stream({"question": QUESTION}, stream_mode=["custom", "updates"], subgraphs=True,
+                                          context=context, version="v2"))
+    assert all(set(part) == {"type", "ns", "data"} for part in nested)
+    assert [(part["type"], part["ns"][0].split(":")[0] if part["ns"] else "root") for part in nested] == [
+        ("custom", "root"), ("custom", "root"), ("updates", "root"), ("updates", "rag"), ("updates", "rag"),
+        ("updates", "root")]
