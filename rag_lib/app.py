@@ -47,7 +47,7 @@ from rag_lib.store import DEFAULT_COLLECTION
 from rag_lib.uploads import CHUNKINGS, UPLOAD_TYPES, indexed_documents, save_upload
 
 FILE_COLUMNS = ["file", "chunks", "language", "chunking"]
-START_HINT = ("**Nothing is indexed yet.** Upload .md, .txt, .pdf or .html files on the left, or write "
+START_HINT = (f"**Nothing is indexed yet.** Upload {', '.join(UPLOAD_TYPES)} files on the left, or write "
               "\"Save this note: ...\" in the chat; then ask a question. Answers cite the passages they use.")
 RETRIEVAL_CHOICES = [
     ("auto (router reads the request)", "auto"),
