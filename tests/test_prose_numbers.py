@@ -1212,7 +1212,7 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"\(p50 \d+-(\d+) vs \d+ ms\)", component(FILTER_NO_K, "p50 ms langchain")),
     Claim(N04, r"\(p50 \d+-\d+ vs (\d+) ms\)", component(FILTER_NO_K, "p50 ms rag_lib")),
     # ---- 05 query transformation
-    Claim(N05, r"about (\d+) minutes on a 2-core", minutes(N05), rel=0.5),
+    Claim(N05, r"about (\d+) minutes in the committed\s+run", minutes(N05), rel=0.5),
     Claim(N05, r"measurement on (\d+) questions is read", set_size_05(CROSS_05)),
     Claim(N05, r"(\d+) chunks per\s+question", K_05),
     Claim(N05, r"All (\d+) sample questions find", SAMPLE_05),
