@@ -288,14 +288,17 @@ def to_contexts(hits: list[tuple[str, str]], k: int = max(KS)) -> tuple[list[str
     return ids, texts
 
 
-def evaluate(pipelines: dict[str, Search], questions: list) -> tuple[list[dict], dict[str, dict[str, list[float]]]]:
+def evaluate(
+    pipelines: dict[str, Search], questions: list, progress: bool = True
+) -> tuple[list[dict], dict[str, dict[str, list[float]]]]:
     """Run every pipeline on every question, interleaved question by question so that a change in machine load
     hits all pipelines alike (their ratios stay fair): recall@k, MRR@5, context relevance/recall@3, p50/p95.
-    Returns one row per pipeline and the per-question scores (pipeline -> metric -> one value per question)."""
+    Returns one row per pipeline and the per-question scores (pipeline -> metric -> one value per question);
+    `progress=False` hides the progress bar."""
     metrics = [f"R@{k}" for k in KS] + ["MRR@5", "ctx relevance@3", "ctx recall@3"]
     scores = {name: {m: [] for m in metrics} for name in pipelines}
     latencies: dict[str, list[float]] = {name: [] for name in pipelines}
-    for q in tqdm(questions, desc=f"{len(pipelines)} pipelines per question"):
+    for q in tqdm(questions, desc=f"{len(pipelines)} pipelines per question", disable=not progress):
         for name, search in pipelines.items():
             if not q.text:  # two CMRC questions are empty strings: counted as misses
                 hits: list[tuple[str, str]] = []

@@ -90,3 +90,17 @@ def test_fusion_weights_are_the_ones_bench_ceiling_chose_on_half_a():
     ceiling = json.loads((PROJECT_ROOT / "bench_results" / "ceiling.json").read_text(encoding="utf-8"))
     chosen = {name: w for name, w in ceiling["halves"][0]["weights"].items() if w}
     assert ceiling["halves"][0]["tuned on"] == "A" and chosen == retrieval.FUSION_WEIGHTS
+
+
+def test_evaluate_scores_a_search_and_hides_its_progress_bar_when_asked(tmp_path, capsys) -> None:
+    """`evaluate(progress=False)` scores as usual and writes no progress bar (a stand-in search, no index)."""
+    write_squad(tmp_path / "tiny.json")
+    questions = load_cmrc(tmp_path / "tiny.json").questions
+
+    def perfect(question: str) -> list[tuple[str, str]]:  # a fake search: the gold context first
+        gold = next(q for q in questions if q.text == question)
+        return [(gold.context_id, CONTEXTS[gold.context_id])]
+
+    rows, _ = retrieval.evaluate({"perfect": perfect}, questions, progress=False)
+    assert capsys.readouterr().err == ""
+    assert rows[0]["R@1"] == 0.75  # the empty question counts as a miss

@@ -225,6 +225,11 @@ def answers_row(setting_name: str, pipeline_name: str, metric: str, *index: int,
                  {"setting": setting_name, "context in": home, "pipeline": pipeline_name}, metric, *index)
 
 
+def multihop_pair(metric: str, *index: int) -> Value:
+    """The judge minus plain RAG on all questions of bench_results/multihop.json (an index picks an interval end)."""
+    return bench("multihop", "paired", {"questions": "all"}, metric, *index)
+
+
 def answers_pair(setting_name: str, comparison: str, metric: str, *index: int, home: str = "all") -> Value:
     """One paired difference in the answer benchmark (an index picks an interval end)."""
     return bench("answers", "cmrc", "paired",
@@ -299,7 +304,7 @@ def one_per_call(reduce: Callable) -> Value:
 
 
 CRAG_PAIR, JUDGE_PAIR = "crag_extractive - rag_extractive", "judge_extractive - rag_extractive"
-ANSWER_UNIT = 30  # notebook 12's cell that prints the CMRC answer lengths
+ANSWER_UNIT = 29  # notebook 12's cell that prints the CMRC answer lengths
 DEFAULT_HNSW = "HNSW default (flat params dropped)"  # the Lite default build (M=16, efConstruction=200)
 M16 = {"M": 16, "efConstruction": 64}
 
@@ -350,7 +355,6 @@ LC_SPLITTER, OUR_SPLITTER = ("RecursiveCharacterTextSplitter(300, 50), default s
                              "rag_lib.chunking.recursive_split(300, 50)")
 MULTI_QUERY, HYDE = ("MultiQueryRetriever.from_llm(dense Retriever)",
                      "Retriever(embeddings=HypotheticalDocumentEmbedder)")
-PARENT_DOC = "ParentDocumentRetriever(langchain-milvus, InMemoryStore)"
 
 
 def component(langchain: str, *metric: Any, scale: float = 1.0) -> Value:
@@ -408,7 +412,8 @@ HARD_05 = r"^\d+\s+.*\s(?:en|zh) -> (?:en|zh)\s+\S+\s+(\d+|-)\s+\S+\s*$"
 HARD_COUNT_05 = derived(f"{N05} cell 3 output, rows of the hard-question table", lambda: len(rows_of(N05, 3, HARD_05)))
 K_05 = code(N05, 3, r"K = (\d+)")
 SAMPLE_05 = output(N05, 3, r"\{1: (\d+)\}")
-RESULTS_05 = 36  # notebook 05: the measured table of section 11
+MISSED_05 = derived(f"{N05} cell 3 output, hard questions ranked '-'",
+                    lambda: sum(r == ("-",) for r in rows_of(N05, 3, HARD_05)))
 E5_DOC_05 = "embeddings_e5_models.md"  # notebook 05, section 5: the file of the question's second part
 
 
@@ -424,28 +429,17 @@ def multi_step_hits_05(column: int, nth: int) -> Value:
     return derived(where, get)
 
 
-LLM_QUESTIONS_05 = derived(f"{N05} cell 38 output, ranks in the baseline row (one per question)",
-                           lambda: len(rows_of(N05, 38, r"^baseline: hybrid RRF\s+(.*)$")[0][0].split()))
-
-
 def source_constant(path: str, pattern: str) -> Value:
     """A constant in a file of the repository (`pattern`'s group 1), for numbers the prose repeats from rag_lib."""
     return Value(path, lambda: first_number((ROOT / path).read_text(encoding="utf-8"), pattern, path))
 
 
-def results_05(row: str, column: int) -> Value:
-    """Column `column` (0-4: sample recall@3, sample MRR, sample answer, hard recall@3, hard MRR) of section 11's
-    table."""
-    return output(N05, RESULTS_05, re.escape(row) + r"\s+" + r"[\d.]+\s+" * column + r"([\d.]+)")
-
-
-# Notebook 05, section 11: bench_results/advanced.json (python -m benchmarks advanced), per pipeline and question
+# Notebook 05, section 7: bench_results/advanced.json (python -m benchmarks advanced), per pipeline and question
 # set.
 CROSS_05, TRANSLATED_05, HARD_SET_05, WRITTEN_05 = "translated + hard", "translated sample", "hard", "sample as written"
 BASE_05, TRANSLATION_05, UNION_05 = "baseline: hybrid RRF", "translation", "question + translation (union)"
 RRF_05, MULTI_QUERY_05 = "question + translation (RRF)", "multi-query (question, translation, 2 wordings)"
 HYDE_Q_05, HYDE_O_05 = "HyDE (passage in the question's language)", "HyDE (passage in the other language)"
-GROUPS_05, MULTI_PATH_05 = "node groups", "multi-path (dense + BM25 + node groups)"
 
 
 def advanced_05(pipeline: str, set_name: str, *metric: Any, scale: float = 1.0) -> Value:
@@ -464,6 +458,11 @@ def half_width_05(pipeline: str, set_name: str) -> Value:
     bounds = [advanced_05(pipeline, set_name, "recall@3 diff 95% CI", i) for i in (0, 1)]
     return derived(f"bench_results/advanced.json {pipeline} / {set_name}: (high - low) / 2",
                    lambda: (bounds[1].get() - bounds[0].get()) / 2)
+
+
+MULTI_QUERY_COST_05 = derived(
+    "bench_results/advanced.json: multi-query seconds / union seconds (37 questions)",
+    lambda: advanced_05(MULTI_QUERY_05, CROSS_05, "seconds").get() / advanced_05(UNION_05, CROSS_05, "seconds").get())
 
 
 def interval_claims(notebook: str, prefix: str, value: Callable[..., Value], key: str, sep: str = r"\s+\[",
@@ -709,11 +708,6 @@ CLAIMS: list[Claim] = [
     # ---- 11 evaluation: header, setup and references
     Claim(N12, r"about (\d+) s of cells in the\s+committed run", cell_seconds(N12), rel=0.5),
     Claim(N12, r"embeds the (\d+) CMRC\s+chunks", bench("retrieval", "setup", "chunks")),
-    Claim(N12, r"embeds the\s+(\d+) chunks first", bench("retrieval", "setup", "chunks")),
-    Claim(N12, r"\(about (\d+) s at the", derived(
-        "chunks in bench_results/retrieval.json / chunks/s in bench_results/quickstart.json",
-        lambda: bench("retrieval", "setup", "chunks").get() / bench("quickstart", "setup", "chunks/s").get()), tol=5),
-    Claim(N12, r"at the (\d+) chunks/s", bench("quickstart", "setup", "chunks/s")),
     Claim(N12, r"all ([\d,]+)", bench("retrieval", "setup", "questions")),
     Claim(N12, r"the full ([\d,]+)", bench("retrieval", "setup", "questions")),
     Claim(N12, r"indexes the (\d+) trial contexts", bench("retrieval", "setup", "contexts")),
@@ -722,8 +716,6 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"recall@1/3/5 = [.\d]+/([.\d]+)/[.\d]+, and MRR@5", code(N12, 8, r'"R@3": ([\d.]+)')),
     Claim(N12, r"recall@1/3/5 = [.\d]+/[.\d]+/([.\d]+), and MRR@5", code(N12, 8, r'"R@5": ([\d.]+)')),
     Claim(N12, r"MRR@5 = ([.\d]+) \*with\*", code(N12, 8, r'"MRR@5": ([\d.]+)')),
-    Claim(N12, r"MRR@5 of ([.\d]+) came with a reranker", code(N12, 8, r'"MRR@5": ([\d.]+)')),
-    Claim(N12, r"LazyLLM's reranked ([.\d]+)", code(N12, 8, r'"MRR@5": ([\d.]+)')),
     Claim(N12, r"recall@1 ≥ ([.\d]+), recall@5", code(N12, 8, r'TARGET = \{"R@1": ([\d.]+)')),
     Claim(N12, r"recall@5 ≥ ([.\d]+), MRR@5", code(N12, 8, r'TARGET = .*"R@5": ([\d.]+)')),
     Claim(N12, r"MRR@5 ≥ ([.\d]+)", code(N12, 8, r'TARGET = .*"MRR@5": ([\d.]+)')),
@@ -731,35 +723,10 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"\(LazyLLM BM25: ([.\d]+)/", code(N12, 8, r'"R@1": ([\d.]+)')),
     Claim(N12, r"\(LazyLLM BM25: [.\d]+/([.\d]+)/", code(N12, 8, r'"R@3": ([\d.]+)')),
     Claim(N12, r"\(LazyLLM BM25: [.\d]+/[.\d]+/([.\d]+)\)", code(N12, 8, r'"R@5": ([\d.]+)')),
-    Claim(N12, r"\([.\d]+ against ([.\d]+)\)", code(N12, 8, r'"R@5": ([\d.]+)')),
-    Claim(N12, r"Two of the ([\d,]+) questions", bench("retrieval", "setup", "questions")),
-    Claim(N12, r"so ([.\d]+)\s+is the ceiling", derived(
-        "data/cmrc2018/cmrc2018_trial.json, share of non-empty questions",
-        lambda: 1 - cmrc_empty_questions() / bench("retrieval", "setup", "questions").get())),
     # ---- 11: the retrieval benchmark
-    Claim(N12, r"reaches recall@1/3/5 = ([.\d]+)/", pipeline(PEER_BM25, "R@1")),
-    Claim(N12, r"reaches recall@1/3/5 = [.\d]+/([.\d]+)/", pipeline(PEER_BM25, "R@3")),
-    Claim(N12, r"reaches recall@1/3/5 = [.\d]+/[.\d]+/([.\d]+) ", pipeline(PEER_BM25, "R@5")),
-    Claim(N12, r"recall@5 \(([.\d]+) against", pipeline(CUTOFF, "R@5")),
-    Claim(N12, r"plain hybrids \(([.\d]+), [.\d]+\)", pipeline(RRF, "MRR@5")),
-    Claim(N12, r"plain hybrids \([.\d]+, ([.\d]+)\)", pipeline(WEIGHTED, "MRR@5")),
-    Claim(N12, r"parent-child \(([.\d]+)\) beat it", pipeline(PARENT, "MRR@5")),
-    Claim(N12, r"per-context fusion \(([.\d]+), [.\d]+ with every candidate scored\)", pipeline(FUSED, "MRR@5")),
-    Claim(N12, r"per-context fusion \([.\d]+, ([.\d]+) with every candidate scored\)",
-          pipeline(FUSED_COMPLETE, "MRR@5")),
-    *metric_claims(N12, r"lifts it to recall@1 {}, recall@5 {} and MRR@5 {}", lambda m: pipeline(FUSED_COMPLETE, m)),
-    Claim(N12, r"is level with it: recall@1 ([.\d]+),", pipeline(FUSED, "R@1")),
-    Claim(N12, r"is level with it: recall@1 [.\d]+,\s+recall@5 ([.\d]+) and", pipeline(FUSED, "R@5")),
-    Claim(N12, r"and MRR@5 ([.\d]+), a difference from", pipeline(FUSED, "MRR@5")),
-    Claim(N12, r"a stop filter\) scores\s+recall@1 ([.\d]+), level", pipeline(BM25, "R@1")),
-    Claim(N12, r"level with rank_bm25's\s+([.\d]+), and", pipeline(PEER_BM25, "R@1")),
-    Claim(N12, r"and ([.\d]+) with jieba alone", pipeline(BM25_JIEBA, "R@1")),
-    *interval_claims(N12, r"inside the noise \(", lambda *key: bench("retrieval", "per-context fusion", "all", PARENT,
-                                                                         *key), "fused - this, R@1"),
+    *[Claim(N12, r"reaches\s+recall@1/3/5 = " + "/".join(r"([.\d]+)" if j == i else r"[.\d]+" for j in range(3)),
+            pipeline(PEER_BM25, metric)) for i, metric in enumerate(("R@1", "R@3", "R@5"))],
     Claim(N12, r"falls to recall@1 ([.\d]+): it counts", pipeline(FUSED_ENSEMBLE, "R@1")),
-    Claim(N12, r"reranked hybrid \(([.\d]+)-[.\d]+\)", over(SINGLES, "MRR@5", min)),
-    Claim(N12, r"reranked hybrid \([.\d]+-([.\d]+)\)", over(SINGLES, "MRR@5", max)),
-    Claim(N12, r"cutoff hybrid \(([.\d]+)\)", pipeline(CUTOFF, "MRR@5")),
     Claim(N12, r"by ([\d.]+) to [\d.]+\s+points", lift(min)),
     Claim(N12, r"by [\d.]+ to ([\d.]+)\s+points", lift(max)),
     Claim(N12, r"adds ([\d.]+) to [\d.]+\s+points", lift(min)),
@@ -768,106 +735,66 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"\([.\d]+ and ([.\d]+) → [.\d]+ and [.\d]+\)", pipeline(DENSE, "R@1")),
     Claim(N12, r"\([.\d]+ and [.\d]+ → ([.\d]+) and [.\d]+\)", pipeline(RRF, "R@1")),
     Claim(N12, r"\([.\d]+ and [.\d]+ → [.\d]+ and ([.\d]+)\)", pipeline(WEIGHTED, "R@1")),
-    Claim(N12, r"0\.4 BM25 ([.\d]+)/", pipeline(WEIGHTED, "R@1")),
-    Claim(N12, r"0\.4 BM25 [.\d]+/([.\d]+)/", pipeline(WEIGHTED, "R@3")),
-    Claim(N12, r"0\.4 BM25 [.\d]+/[.\d]+/([.\d]+) ", pipeline(WEIGHTED, "R@5")),
-    Claim(N12, r"0\.4 BM25 [.\d/]+ \(MRR@5 ([.\d]+)\)", pipeline(WEIGHTED, "MRR@5")),
-    Claim(N12, r"RRF\(60\) ([.\d]+)/", pipeline(RRF, "R@1")),
-    Claim(N12, r"RRF\(60\) [.\d]+/([.\d]+)/", pipeline(RRF, "R@3")),
-    Claim(N12, r"RRF\(60\) [.\d]+/[.\d]+/([.\d]+) ", pipeline(RRF, "R@5")),
-    Claim(N12, r"RRF\(60\) [.\d/]+ \(([.\d]+)\)", pipeline(RRF, "MRR@5")),
-    Claim(N12, r"return their context\): recall@1 ([.\d]+)", pipeline(PARENT, "R@1")),
     Claim(N12, r"recall@5 ([.\d]+),\s+MRR@5", pipeline(PARENT, "R@5")),
-    Claim(N12, r"MRR@5 ([.\d]+)\. \*\*The quality", pipeline(PARENT, "MRR@5")),
-    Claim(N12, r"reaches recall@1 ([.\d]+), MRR@5", pipeline(PARENT, "R@1")),
-    Claim(N12, r"reaches recall@1 [.\d]+, MRR@5 ([.\d]+)", pipeline(PARENT, "MRR@5")),
-    Claim(N12, r"dense numbers \(([.\d]+) recall@1\)", pipeline(RERANK, "R@1")),
-    Claim(N12, r"text (\d+)-\d+ % of the time", over(SINGLES + HYBRIDS, "ctx recall@3", min, scale=100)),
-    Claim(N12, r"text \d+-(\d+) % of the time", over(SINGLES + HYBRIDS, "ctx recall@3", max, scale=100)),
-    Claim(N12, r"whole context, ([\d.]+) %", pipeline(PARENT, "ctx recall@3", scale=100)),
-    Claim(N12, r"relevance \(([.\d]+): one answer", pipeline(PARENT, "ctx relevance@3")),
     Claim(N12, r"recall@5 ([.\d]+) → [.\d]+\)", pipeline(WEIGHTED, "R@5")),
     Claim(N12, r"recall@5 [.\d]+ → ([.\d]+)\)", pipeline(CUTOFF, "R@5")),
     Claim(N12, r"relevance \(([.\d]+) → [.\d]+\)", pipeline(WEIGHTED, "ctx relevance@3")),
     Claim(N12, r"relevance \([.\d]+ → ([.\d]+)\)", pipeline(CUTOFF, "ctx relevance@3")),
     Claim(N12, r"hybrid p50 is\s+(\d+)-\d+ ms", over(HYBRIDS, "p50 ms", min)),
     Claim(N12, r"hybrid p50 is\s+\d+-(\d+) ms", over(HYBRIDS, "p50 ms", max)),
-    Claim(N12, r"takes (\d+) ms in numpy", pipeline(PEER_DENSE, "p50 ms")),
-    Claim(N12, r"and (\d+) ms through Milvus Lite", pipeline(DENSE, "p50 ms")),
-    Claim(N12, r"BM25 takes (\d+) ms in", pipeline(PEER_BM25, "p50 ms")),
-    Claim(N12, r"against (\d+) ms in Lite's full-text", pipeline(BM25, "p50 ms")),
-    Claim(N12, r"adds about (\d+) ms per BM25 call", derived(
-        "bench_results/retrieval.json, p50 of Milvus BM25 minus rank_bm25",
-        lambda: pipeline(BM25, "p50 ms").get() - pipeline(PEER_BM25, "p50 ms").get())),
-    Claim(N12, r"and (\d+) ms per dense\s+call", derived(
-        "bench_results/retrieval.json, p50 of Milvus dense minus numpy dense",
-        lambda: pipeline(DENSE, "p50 ms").get() - pipeline(PEER_DENSE, "p50 ms").get())),
-    Claim(N12, r"Sent (\d+) at a time", bench("retrieval", "setup", "batch")),
-    Claim(N12, r"cost (\d+)-\d+ ms per question", over(HYBRIDS, "batched ms/q (64 per call)", min)),
-    Claim(N12, r"cost \d+-(\d+) ms per question", over(HYBRIDS, "batched ms/q (64 per call)", max)),
-    Claim(N12, r"1-minute load ([\d.]+) when it ended", bench("retrieval", "meta", "load_average_1min_at_end")),
-    Claim(N12, r"on an idle machine, ([\d.]+) instead of", lite_scale(1000, "hybrid RRF, stop filter", BATCHED_LITE)),
-    Claim(N12, r"instead of ([\d.]+) ms per hybrid question on 1,000 chunks",
-          lite_scale(1000, "hybrid RRF, stop filter", "p50 ms")),
-    Claim(N12, r"keeps a hybrid question at (\d+) ms on", lite_scale(100000, "hybrid RRF, stop filter", "p50 ms")),
-    Claim(N12, r"answers in (\d+) ms", pipeline(PEER_BM25, "p50 ms")),
-    Claim(N12, r"takes (\d+) times as long", pipeline(BM25, "p50 / peer")),
-    Claim(N12, r"\((\d+) against [\d.]+ ms in\s+`bench", pipeline(BM25, "p50 ms")),
-    Claim(N12, r"against ([\d.]+) ms in\s+`bench", pipeline(PEER_BM25, "p50 ms")),
-    Claim(N12, r"\(MRR@5 ([.\d]+) against [.\d]+ for Milvus BM25\)", pipeline(DENSE, "MRR@5")),
-    Claim(N12, r"\(MRR@5 [.\d]+ against ([.\d]+) for Milvus BM25\)", pipeline(BM25, "MRR@5")),
     # ---- 11: the live slice (its quality outputs are deterministic and compared by nbval)
     Claim(N12, r"pipelines on (\d+) questions", output(N12, 13, r"(\d+) questions in the slice")),
     Claim(N12, r"one question is ([\d.]+) of recall", derived(
         f"{N12} cell 13 output, 1 / questions", lambda: 1 / output(N12, 13, r"(\d+) questions in the slice").get())),
     Claim(N12, r"\(RRF ([.\d]+) recall@1 here\)", output(N12, SLICE_TABLE, r"hybrid RRF\(60\)\s+([\d.]+)")),
-    Claim(N12, r"recall@1 of ([.\d]+) \(", output(N12, SLICE_TABLE, r"hybrid RRF\(60\)\s+([\d.]+)")),
-    Claim(N12, r"recall@1 of [.\d]+ \((\d+) of", derived(
-        f"{N12} slice outputs, R@1 x questions",
-        lambda: output(N12, SLICE_TABLE, r"hybrid RRF\(60\)\s+([\d.]+)").get()
-        * output(N12, 13, r"(\d+) questions in the slice").get()), tol=0.05),
     Claim(N12, r"on these (\d+), in-process", output(N12, 13, r"(\d+) questions in the slice")),
     Claim(N12, r"(\d+) questions are a coarse ruler", output(N12, 13, r"(\d+) questions in the slice")),
-    Claim(N12, r"\(\d+ of (\d+)\) leaves", output(N12, 13, r"(\d+) questions in the slice")),
     Claim(N12, r"\(MRR@5 ([.\d]+) vs [.\d]+\)",
           output(N12, SLICE_TABLE, r"peer: rank_bm25 \(jieba\), numpy\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
     Claim(N12, r"\(MRR@5 [.\d]+ vs ([.\d]+)\)",
           output(N12, SLICE_TABLE, r"min-max\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
     # ---- 11: the answer benchmark
-    Claim(N11, r"extractive, (\d+) calls, depth", bench("answers", "cmrc", "setup", "judge max_llm_calls")),
-    Claim(N11, r"calls, depth (\d+), k=", bench("answers", "cmrc", "setup", "judge max_depth")),
+    Claim(N11, r"extractive, (\d+) calls,\s+depth", bench("answers", "cmrc", "setup", "judge max_llm_calls")),
+    Claim(N11, r"calls,\s+depth (\d+), k=", bench("answers", "cmrc", "setup", "judge max_depth")),
+    # ---- 11: the judge's budget, its hand-checked pairs and the multi-hop benchmark (bench_results/multihop.json)
+    Claim(N11, r"that is (\d+) calls", output(N11, 11, r"(?m)^k=2\s+\d+\s+\d+\s+(\d+)")),
+    Claim(N11, r"\(section 2's\s+worst-case table: (\d+) calls", output(N11, 11, r"(?m)^k=2\s+\d+\s+\d+\s+(\d+)")),
+    Claim(N11, r"right on (\d+) of \d+ pairs", output(N11, 30, r"model right: (\d+) of")),
+    Claim(N11, r"right on \d+ of (\d+) pairs", output(N11, 30, r"model right: \d+ of (\d+)")),
+    Claim(N11, r"pairs, (\d+) of \d+ after", output(N11, 30, r"grounding check: (\d+) of")),
+    Claim(N11, r"pairs, \d+ of (\d+) after", output(N11, 30, r"grounding check: \d+ of (\d+)")),
+    *[Claim(N11, pattern, bench("multihop", "setup", "questions"))
+      for pattern in (r"worth on (\d+)\s+two-hop", r"On (\d+) two-hop questions\*\*", r"On these (\d+) questions, with",
+                      r"Measured on (\d+) two-hop")],
+    *[Claim(N11, prefix + pattern, multihop_pair(*key))
+      for prefix in (r"paired F1 difference, ", r"plain RAG \(F1 ")
+      for pattern, key in ((r"([+-][\d.]+)\s+\[", ("F1 diff",)), (r"[+-][\d.]+\s+\[([+-][\d.]+),", ("F1 diff ci", 0)),
+                           (r"[+-][\d.]+\s+\[[+-][\d.]+, ([+-][\d.]+)\]", ("F1 diff ci", 1)))],
+    Claim(N11, r"asks ([\d.]+) follow-ups per question", bench("multihop", "summary",
+                                                             {"questions": "all", "pipeline": "judge_extractive"},
+                                                             "follow-ups")),
+    Claim(N11, r"\(evidence ([+-][\d.]+), interval", multihop_pair("evidence diff")),
+    Claim(N11, r"interval \[([+-][\d.]+), [+-][\d.]+\]\)", multihop_pair("evidence diff ci", 0)),
+    Claim(N11, r"interval \[[+-][\d.]+, ([+-][\d.]+)\]\)", multihop_pair("evidence diff ci", 1)),
+    Claim(N11, r"and (\d+) more seconds per question", multihop_pair("s diff"), rel=0.1),
     Claim(N11, r"depth \d+, k=(\d+)\)", bench("answers", "cmrc", "setup", "retriever k")),
     Claim(N12, r"top-(\d+) chunks", bench("answers", "cmrc", "setup", "retriever k")),
     Claim(N12, r"best strips \| ≤ (\d+)", bench("answers", "cmrc", "setup", "crag max_llm_calls")),
     Claim(N12, r"≤ (\d+), depth", bench("answers", "cmrc", "setup", "judge max_llm_calls")),
     Claim(N12, r"depth ≤ (\d+)", bench("answers", "cmrc", "setup", "judge max_depth")),
-    Claim(N12, r"is (\d+) characters long", output(N12, ANSWER_UNIT, r"median gold answer (\d+) characters")),
-    Claim(N12, r"decides EM on (\d+) of the", output(N12, ANSWER_UNIT, r"widening on (\d+) of")),
-    Claim(N12, r"decides EM on \d+ of the (\d+) questions", output(N12, ANSWER_UNIT, r"widening on \d+ of (\d+)")),
-    Claim(N12, r"questions: (\d+)\s+gain, and", output(N12, ANSWER_UNIT, r"(\d+) of them gained")),
     *[Claim(N12, r"answers.json`: (\d+) questions in each setting",
             bench("answers", "cmrc", "setup", "settings", name, "questions with rows")) for name in ("local", "split")],
-    *[Claim(N12, r"load of about ([\d.]+) on average",
-            bench("answers", "cmrc", "setup", "settings", name, "load_1min over the rows", "mean"), tol=0.2)
-      for name in ("local", "split")],
     Claim(N12, r"LLM-only scores F1 ([.\d]+)", answers_row("local", "llm_only", "F1")),
     Claim(N12, r"for ([.\d]+) of the local\s+questions", answers_row("local", "rag_extractive", "evidence")),
     Claim(N12, r"and scores F1 ([.\d]+), next to", answers_row("local", "rag_extractive", "F1")),
     Claim(N12, r"gold-context bound of ([.\d]+)", answers_row("local", "gold", "F1")),
     Claim(N12, r"As copied, plain RAG's EM is ([.\d]+)", answers_row("local", "rag_extractive", "EM")),
     Claim(N12, r"widened to the clause it is ([.\d]+)", answers_row("local", "rag_extractive", "EM clause")),
-    Claim(N12, r"with F1\s+([.\d]+) \(the gold", answers_row("local", "rag_extractive", "F1 clause")),
-    Claim(N12, r"bound: ([.\d]+) and", answers_row("local", "gold", "EM clause")),
-    Claim(N12, r"bound: [.\d]+ and ([.\d]+)\)", answers_row("local", "gold", "F1 clause")),
     Claim(N12, r"beats plain RAG by F1\s+\+([.\d]+)", answers_pair("split", CRAG_PAIR, "F1 diff")),
     Claim(N12, r"beats plain RAG by F1\s+\+[.\d]+ \[([.\d]+),", answers_pair("split", CRAG_PAIR, "F1 diff ci", 0)),
     Claim(N12, r"beats plain RAG by F1\s+\+[.\d]+ \[[.\d]+, ([.\d]+)\]",
           answers_pair("split", CRAG_PAIR, "F1 diff ci", 1)),
     Claim(N12, r"\(evidence \+([.\d]+)\)", answers_pair("split", CRAG_PAIR, "evidence diff")),
-    Claim(N12, r"\(F1 \+([.\d]+) there\)", answers_pair("split", CRAG_PAIR, "F1 diff", home="web")),
-    Claim(N12, r"level \(F1 \+([.\d]+)", answers_pair("local", CRAG_PAIR, "F1 diff")),
-    Claim(N12, r"level \(F1 \+[.\d]+ \[(-?[.\d]+),", answers_pair("local", CRAG_PAIR, "F1 diff ci", 0)),
-    Claim(N12, r"level \(F1 \+[.\d]+ \[-?[.\d]+, ([.\d]+)\]", answers_pair("local", CRAG_PAIR, "F1 diff ci", 1)),
     Claim(N12, r"median ([\d.]+) s against", answers_row("local", "crag_extractive", "s p50")),
     Claim(N12, r"s against ([\d.]+) s\)", answers_row("local", "rag_extractive", "s p50")),
     Claim(N12, r"single-passage questions\*\*: F1 (-?[.\d]+)", answers_pair("local", JUDGE_PAIR, "F1 diff")),
@@ -875,11 +802,34 @@ CLAIMS: list[Claim] = [
           answers_pair("local", JUDGE_PAIR, "F1 diff ci", 0)),
     Claim(N12, r"F1 -?[.\d]+ \[-?[.\d]+, (-?[.\d]+)\] against plain",
           answers_pair("local", JUDGE_PAIR, "F1 diff ci", 1)),
-    Claim(N12, r"on the same (\d+) local questions", answers_pair("local", JUDGE_PAIR, "n")),
     Claim(N12, r"for ([\d.]+) s more per question", answers_pair("local", JUDGE_PAIR, "s diff")),
-    Claim(N12, r"plain RAG ([\d.]+), CRAG", answers_row("local", "rag_extractive", "s p50")),
-    Claim(N12, r"CRAG ([\d.]+), the judge", answers_row("local", "crag_extractive", "s p50")),
-    Claim(N12, r"the judge ([\d.]+)\. Nearly", answers_row("local", "judge_extractive", "s p50")),
+    # ---- 12: held-out retrieval, the slimmed retrieval reading, CRAG's local evidence loss
+    Claim(N12, r"dev split\s+\((\d+) contexts no choice", bench("retrieval_dev", "setup", "contexts")),
+    Claim(N12, r"course analyzer scores recall@1 ([.\d]+)", pipeline(BM25, "R@1")),
+    *metric_claims(N12, r"return their context\) reaches\s+recall@1 {}, recall@5 {}, MRR@5 {}",
+                   lambda m: pipeline(PARENT, m)),
+    Claim(N12, r"only (\d+)-\d+ % of\s+the time", over(SINGLES + HYBRIDS, "ctx recall@3", min, scale=100)),
+    Claim(N12, r"only \d+-(\d+) % of\s+the time", over(SINGLES + HYBRIDS, "ctx recall@3", max, scale=100)),
+    Claim(N12, r"hybrid p50 is (\d+)-\d+ ms", over(HYBRIDS, "p50 ms", min)),
+    Claim(N12, r"hybrid p50 is \d+-(\d+) ms", over(HYBRIDS, "p50 ms", max)),
+    Claim(N12, r"sent (\d+) at a time", bench("retrieval", "setup", "batch")),
+    Claim(N12, r"`\), (\d+)-\d+ ms per question", over(HYBRIDS, "batched ms/q (64 per call)", min)),
+    Claim(N12, r"`\), \d+-(\d+) ms per question", over(HYBRIDS, "batched ms/q (64 per call)", max)),
+    Claim(N12, r"gold-context bound: ([.\d]+)\)", answers_row("local", "gold", "EM clause")),
+    Claim(N12, r"F1 difference with plain RAG is\s+\+([.\d]+) \[", answers_pair("local", CRAG_PAIR, "F1 diff")),
+    Claim(N12, r"F1 difference with plain RAG is\s+\+[.\d]+ \[(-?[.\d]+),",
+          answers_pair("local", CRAG_PAIR, "F1 diff ci", 0)),
+    Claim(N12, r"F1 difference with plain RAG is\s+\+[.\d]+ \[-?[.\d]+, ([.\d]+)\]",
+          answers_pair("local", CRAG_PAIR, "F1 diff ci", 1)),
+    *[Claim(N12, prefix + r"(-[.\d]+) \[-[.\d]+, -[.\d]+\]", answers_pair("local", CRAG_PAIR, "evidence diff"))
+      for prefix in (r"its evidence is lower, ", r"and less evidence \(")],
+    *[Claim(N12, prefix + r"-[.\d]+ \[(-[.\d]+), -[.\d]+\]", answers_pair("local", CRAG_PAIR, "evidence diff ci", 0))
+      for prefix in (r"its evidence is lower, ", r"and less evidence \(")],
+    *[Claim(N12, prefix + r"-[.\d]+ \[-[.\d]+, (-[.\d]+)\]", answers_pair("local", CRAG_PAIR, "evidence diff ci", 1))
+      for prefix in (r"its evidence is lower, ", r"and less evidence \(")],
+    Claim(N12, r"plain RAG ([\d.]+), CRAG [\d.]+,", answers_row("local", "rag_extractive", "s p50")),
+    Claim(N12, r"CRAG ([\d.]+),\s+the judge", answers_row("local", "crag_extractive", "s p50")),
+    Claim(N12, r"the judge ([\d.]+); nearly", answers_row("local", "judge_extractive", "s p50")),
     # ---- 08 memory: the condensing benchmark re-run live (no cutoff)
     Claim(N08, r"each put the gold\s+file first for (\d+) of", outputs(N08, r"'as written': (\d+)", max)),
     Claim(N08, r"the joined query for (\d+) of", outputs(N08, r"'joined': (\d+)", max)),
@@ -1097,205 +1047,65 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"on one question \(([\d.]+) = ", output(N04, 29, r"'sparse': ([\d.]+)")),
     Claim(N04, r"on one question \(([\d.]+) = ", output(N04, 29, r"'RRF': ([\d.]+)")),
     Claim(N04, r"= [\d.]+ / (\d+)\)", output(N04, 29, r"(\d+) questions \|")),
-    # ---- 05 advanced retrieval
-    Claim(N05, r"about (\d+) s of cells in the\s+committed run", cell_seconds(N05), rel=0.5),
-    Claim(N05, r"about (\d+) minutes on a 2-core", minutes(N05), rel=0.5),
-    Claim(N05, r"(\d+)\s+minutes for the \d+ documents", output(N05, 17, r"precompute: (\d+) min")),
-    Claim(N05, r"minutes for the (\d+) documents", output(N05, 17, r"documents: (\d+)")),
-    Claim(N05, r"so the (\d+) documents were done", output(N05, 17, r"documents: (\d+)")),
-    Claim(N05, r"done once \((\d+) minutes\)", output(N05, 17, r"precompute: (\d+) min")),
+    # ---- 05 query transformation
+    Claim(N05, r"about (\d+) minutes in the committed\s+run", minutes(N05), rel=0.5),
+    Claim(N05, r"measurement on (\d+) questions is read", set_size_05(CROSS_05)),
     Claim(N05, r"(\d+) chunks per\s+question", K_05),
     Claim(N05, r"All (\d+) sample questions find", SAMPLE_05),
-    Claim(N05, r"Of the (\d+) hand-written ones", HARD_COUNT_05),
-    Claim(N05, r"hand-written ones, (\d+) miss", derived(f"{N05} cell 3 output, hard questions ranked '-'",
-                                                        lambda: sum(r == ("-",) for r in rows_of(N05, 3, HARD_05)))),
-    Claim(N05, r"for streaming: rank (\d);", output(N05, 3, r"langgraph_streaming_modes\.txt\s+(\d+)")),
-    Claim(N05, r"Chinese document: rank (\d)\)", output(N05, 3, r"reranking_cross_encoders_zh\.md\s+(\d+)")),
+    Claim(N05, r"Of the (\d+) hard ones", HARD_COUNT_05),
+    Claim(N05, r"hard ones, (\d+) miss", MISSED_05),
+    Claim(N05, r"output, (\d+) tokens at most", source_constant("rag_lib/advanced.py", r"Terms, max_tokens=(\d+)")),
     Claim(N05, r"\(rank (\d) and rank \d; asked", output(N05, 6, r"(?m)^0\s.*\s(\d+)\s*$")),
     Claim(N05, r"\(rank \d and rank (\d); asked", output(N05, 6, r"(?m)^1\s.*\s(\d+)\s*$")),
     Claim(N05, r"the second ranks it (\d)th\)", output(N05, 6, r"(?m)^1\s.*?\?\s+(\d+)\s")),
-    Claim(N05, r"\"candidate sorting\" \(rank (\d) instead", output(N05, 6, r"(?m)^1\s.*algorithm\s+(\d+)")),
-    Claim(N05, r"\(rank \d instead of (\d)\)", output(N05, 6, r"(?m)^1\s.*?\?\s+(\d+)\s")),
     Claim(N05, r"\(rank (\d) -> \d\)", output(N05, 9, r"搜索？\s+(\d+)")),
     Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 9, r"union \(best score per chunk\)\s+(\d+)")),
     Claim(N05, r"for the same (\d+) places", K_05),
-    Claim(N05, r"in as hits (\d) and \d;", multi_step_hits_05(0, 1)),
-    Claim(N05, r"in as hits \d and (\d);", multi_step_hits_05(0, 2)),
-    Claim(N05, r"spends its first (\d) hits", derived(f"{N05} cell 13 output, hits before the first on {E5_DOC_05}",
-                                                       lambda: multi_step_hits_05(1, 1).get() - 1)),
-    Claim(N05, r"the E5 document only at hit (\d)\.", multi_step_hits_05(1, 1)),
-    Claim(N05, r"ends at its bound,\s+`max_steps=(\d)`", code(N05, 13, r"max_steps=(\d+)")),
-    Claim(N05, r"ends at its bound,\s+`max_steps=(\d)`", derived(f"{N05} cell 13 output, steps printed",
-                                                                  lambda: len(rows_of(N05, 13, r"^step (\d+):")))),
-    Claim(N05, r"ranked the file (\d)th\)", output(N05, 15, r"baseline (\d+)")),
+    Claim(N05, r"in as\s+hits (\d) and \d,", multi_step_hits_05(0, 1)),
+    Claim(N05, r"in as\s+hits \d and (\d),", multi_step_hits_05(0, 2)),
+    Claim(N05, r"reaches it only at hit (\d):", multi_step_hits_05(1, 1)),
+    Claim(N05, r"ends at `max_steps=(\d)`", code(N05, 13, r"max_steps=(\d+)")),
+    Claim(N05, r"ends at `max_steps=(\d)`", derived(f"{N05} cell 13 output, steps printed",
+                                                     lambda: len(rows_of(N05, 13, r"^step (\d+):")))),
     Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 15, r"Chinese: rank (\d+)")),
-    Claim(N05, r"schema's (\d+) characters", output(N05, 19, r"summary: str = Field\(max_length=(\d+)\)")),
-    Claim(N05, r"answers are cut at (\d+) characters", source_constant("rag_lib/experiments/node_groups.py",
-                                                                      r"answer: str = Field\(max_length=(\d+)\)")),
-    Claim(N05, r"output, (\d+) tokens at most", source_constant("rag_lib/advanced.py", r"Terms, max_tokens=(\d+)")),
-    Claim(N05, r"children of (\d+) characters", source_constant("benchmarks/components.py",
-                                                                 r"chunk_contexts\(data, (\d+), \d+\)")),
-    Claim(N05, r"on a (\d+)-character\s+text", derived(f"{N05} cell 21 output, length of the chunk printed first",
-                                                       lambda: len(output_text(N05, 21).split("\n\n")[0].strip()))),
-    Claim(N05, r"rank (\d) for a file that", derived(
-        f"{N05} cell 22 output, rank of the streaming document among the parents",
-        lambda: 1 + [s for (s,) in rows_of(N05, 22, r"^  -> parent  (\S+)")].index("langgraph_streaming_modes.txt"))),
-    Claim(N05, r"hybrid search ranked (\d)(?:st|nd|rd|th)", output(N05, 3, r"langgraph_streaming_modes\.txt\s+(\d+)")),
-    Claim(N05, r"Three paths, each (\d+) results", K_05),
-    Claim(N05, r"judge document \(rank (\d)\)", output(N05, 24, r"'node groups': (\d+)")),
-    Claim(N05, r"from nowhere to rank (\d)", output(N05, 24, r"\| multi-path (\d+)")),
-    Claim(N05, r"uses k=(\d),", code(N05, 26, r"k: int = (\d+)")),
-    *[Claim(N05, pattern, derived(f"{N05} cell 24 output, row of llm_as_a_judge_zh.txt in the merged table + 1",
-                                  lambda: 1 + output(N05, 24, r"(?m)^(\d+)\s+llm_as_a_judge_zh\.txt").get()))
-      for pattern in (r"chunk \((\d)th in the merged list", r"raise k to (\d) to see it")],
-    Claim(N05, r"indexes (\d+)-character\s+children", code(N05, 29, r"chunk_size=(\d+)")),
-    Claim(N05, r"their ([\d,]+)-character parent;", code(N05, 29, r"parent_size=(\d+)")),
-    Claim(N05, r"hold the answer (\d+) times out of \d+", output(N05, 29, r"answer in top-3 children\s+(\d+)")),
-    Claim(N05, r"hold the answer \d+ times out of (\d+)", SAMPLE_05),
-    Claim(N05, r"\(([\d,]+) instead of [\d,]+ characters", output(N05, 29, r"characters \(parents\)\s+(\d+)")),
-    Claim(N05, r"instead of ([\d,]+) characters", output(N05, 29, r"characters \(children\)\s+(\d+)")),
-    Claim(N05, r"about\s+([\d,]+) more characters per answer", derived(
-        f"{N05} cell 29 output, parent characters - child characters",
-        lambda: output(N05, 29, r"characters \(parents\)\s+(\d+)").get()
-        - output(N05, 29, r"characters \(children\)\s+(\d+)").get()), rel=0.1),
-    Claim(N05, r"keep ([\d.]+) on average", output(N05, 31, r"True\s+([\d.]+)")),
-    Claim(N05, r"to the ([\d.]+) closest", output(N05, 31, r"True\s+[\d.]+\s+([\d.]+)")),
-    Claim(N05, r"But (\d+) of the \d+ hard", output(N05, 31, r"below [\d.]+: (\d+) of")),
-    Claim(N05, r"But \d+ of the (\d+) hard", output(N05, 31, r"below [\d.]+: \d+ of (\d+)")),
-    Claim(N05, r"on all (\d+) answerable sample questions", SAMPLE_05),
-    Claim(N05, r"and all (\d+) hard ones", HARD_COUNT_05),
-    Claim(N05, r"over\s+the (\d+) chunks of each", K_05),
-    Claim(N05, r"\(recall@3 ([\d.]+)\): one summary", results_05("node groups only", 0)),
-    Claim(N05, r"a little MRR \(([\d.]+)\)", results_05("multi-path (dense + BM25 + node groups)", 1)),
-    *[Claim(N05, r"hard questions \(recall@3 ([\d.]+) each\)", results_05(row, 3))
-      for row in ("node groups only", "baseline: hybrid RRF", "BM25")],
-    Claim(N05, r"lead on MRR \(([\d.]+), against", results_05("node groups only", 4)),
-    Claim(N05, r"against ([\d.]+) for hybrid and", results_05("baseline: hybrid RRF", 4)),
-    Claim(N05, r"for hybrid and ([\d.]+) for\s+BM25", results_05("BM25", 4)),
-    Claim(N05, r"every hard question \(recall@3 ([\d.]+)\)", results_05("dense", 3)),
-    Claim(N05, r"on\s+the (\d+) hard questions has recall@3", set_size_05(HARD_SET_05)),
-    Claim(N05, r"has recall@3 ([\d.]+), against", advanced_05(BASE_05, HARD_SET_05, "recall@3")),
-    Claim(N05, r"against ([\d.]+) in the first table", results_05("baseline: hybrid RRF", 3)),
-    Claim(N05, r"in the same order for (\d+) of the \d+", output(N05, 48, r"same 3 parents\s+(\d+)")),
-    Claim(N05, r"in the same order for \d+ of the (\d+)", SAMPLE_05),
-    Claim(N05, r"falls to ([\d.]+) \(MRR", results_05("multi-path (dense + BM25 + node groups)", 3)),
-    Claim(N05, r"falls to [\d.]+ \(MRR ([\d.]+)\)", results_05("multi-path (dense + BM25 + node groups)", 4)),
-    Claim(N05, r"dense search again\s+\(([\d.]+)\)", results_05("multi-path + e5 rerank", 3)),
-    Claim(N05, r"\(second table, (\d) questions:", LLM_QUESTIONS_05),
-    Claim(N05, r"the live slice \((\d) questions\)", LLM_QUESTIONS_05),
-    Claim(N05, r"\*\*(\d) hard questions only\*\*", LLM_QUESTIONS_05),
-    Claim(N05, r"ranks (\d) and \d after\s+translation", output(N05, 38, r"(?m)^translation\s+(\d+)")),
-    Claim(N05, r"ranks \d and (\d) after\s+translation", output(N05, 38, r"(?m)^translation\s+\d+\s+(\d+)")),
-    Claim(N05, r"translation, (\d) and \d for the union", output(N05, 38, r"\(union\)\s+(\d+)")),
-    Claim(N05, r"translation, \d and (\d) for the union", output(N05, 38, r"\(union\)\s+\d+\s+(\d+)")),
-    Claim(N05, r"found it at rank (\d)", output(N05, 44, r"multi_query_search \(section 3\): rank (\d+)")),
-    Claim(N05, r"same (\d+)-token budget", bench("components", "setup", "hyde max_tokens")),
-    Claim(N05, r"section 9 \(([\d,]+)-character parents", code(N05, 48, r"parent_splitter=splitter\((\d+)")),
-    Claim(N05, r"parents, (\d+)/\d+ children", code(N05, 48, r"child_splitter=splitter\((\d+)")),
-    Claim(N05, r"parents, \d+/(\d+) children", code(N05, 48, r"child_splitter=splitter\(\d+, (\d+)\)")),
-    Claim(N05, r"LLM pairs on\s+(\d+) questions", bench("components", "setup", "llm questions")),
-    Claim(N05, r"On (\d+) CMRC questions", bench("components", "setup", "llm questions")),
-    Claim(N05, r"`MultiQueryRetriever` scored R@1 ([\d.]+) against", component(MULTI_QUERY, "R@1 langchain")),
-    Claim(N05, r"`MultiQueryRetriever` scored R@1 [\d.]+ against ([\d.]+)", component(MULTI_QUERY, "R@1 rag_lib")),
-    *interval_claims(N05, r"\(", lambda *m: component(MULTI_QUERY, *m), "R@1 diff", r", 95% CI \[", ": too few"),
-    Claim(N05, r"dense search alone \(([\d.]+)\)", components_pipeline("dense Retriever alone (no LLM)", "R@1")),
-    Claim(N05, r"one LLM call, p50 ([\d,]+) vs", component(MULTI_QUERY, "p50 ms langchain")),
-    Claim(N05, r"one LLM call, p50 [\d,]+ vs ([\d,]+) ms", component(MULTI_QUERY, "p50 ms rag_lib")),
-    Claim(N05, r"`HypotheticalDocumentEmbedder` scored R@1 ([\d.]+) against", component(HYDE, "R@1 langchain")),
-    Claim(N05, r"`HypotheticalDocumentEmbedder` scored R@1 [\d.]+ against ([\d.]+)", component(HYDE, "R@1 rag_lib")),
-    *interval_claims(N05, r"against [\d.]+ \(", lambda *m: component(HYDE, *m), "R@1 diff", suffix=r"\) at"),
-    Claim(N05, r"similar cost \(p50 ([\d,]+) vs", component(HYDE, "p50 ms langchain")),
-    Claim(N05, r"similar cost \(p50 [\d,]+ vs ([\d,]+) ms\)", component(HYDE, "p50 ms rag_lib")),
-    Claim(N05, r"within noise \(R@1 ([\d.]+) vs", component(PARENT_DOC, "R@1 langchain")),
-    Claim(N05, r"within noise \(R@1 [\d.]+ vs ([\d.]+),", component(PARENT_DOC, "R@1 rag_lib")),
-    *interval_claims(N05, r"vs [\d.]+,\s+", lambda *m: component(PARENT_DOC, *m), "R@1 diff", suffix="; p50"),
-    Claim(N05, r"; p50 (\d+) vs \d+ ms\)", component(PARENT_DOC, "p50 ms langchain")),
-    Claim(N05, r"; p50 \d+ vs (\d+) ms\)", component(PARENT_DOC, "p50 ms rag_lib")),
-    Claim(N05, r"on them; (\d+) vague", HARD_COUNT_05),
-    Claim(N05, r"Parents give ([\d.]+)x the context", derived(
-        f"{N05} cell 29 output, parent characters / child characters",
-        lambda: output(N05, 29, r"characters \(parents\)\s+(\d+)").get()
-        / output(N05, 29, r"characters \(children\)\s+(\d+)").get())),
-    Claim(N05, r"but also (\d+) of \d+ vague", output(N05, 31, r"below [\d.]+: (\d+) of")),
-    Claim(N05, r"but also \d+ of (\d+) vague", output(N05, 31, r"below [\d.]+: \d+ of (\d+)")),
-    # ---- 05, section 11: the benchmark on the cross-lingual questions (bench_results/advanced.json)
-    Claim(N05, r"measures translation on (\d+)\.", set_size_05(CROSS_05)),
-    Claim(N05, r"over (\d+) questions, more reliably", set_size_05(CROSS_05)),
-    Claim(N05, r"runs them on (\d+) cross-lingual", set_size_05(CROSS_05)),
-    Claim(N05, r"techniques on (\d+) questions, with their noise", set_size_05(CROSS_05)),
-    Claim(N05, r"and (\d+) hand-written ones barely", set_size_05(HARD_SET_05)),
-    Claim(N05, r"moves recall by 1/(\d+)", set_size_05(HARD_SET_05)),
+    # ---- 05, section 7: the benchmark on the cross-lingual questions (bench_results/advanced.json)
     Claim(N05, r"the (\d+) answerable sample questions translated", set_size_05(TRANSLATED_05)),
     Claim(N05, r"plus the (\d+) hard ones", set_size_05(HARD_SET_05)),
     Claim(N05, r"hard ones, (\d+) cross-lingual questions in", set_size_05(CROSS_05)),
-    Claim(N05, r"control, the (\d+) sample questions as written", set_size_05(WRITTEN_05)),
-    Claim(N05, r"the benchmark on (\d+) questions with", set_size_05(CROSS_05)),
-    Claim(N05, r"On the (\d+) cross-lingual questions it lifts", set_size_05(CROSS_05)),
-    Claim(N05, r"lifts recall@3 from ([\d.]+) to", advanced_05(BASE_05, CROSS_05, "recall@3")),
-    Claim(N05, r"lifts recall@3 from [\d.]+ to\s+([\d.]+)", advanced_05(TRANSLATION_05, CROSS_05, "recall@3")),
-    Claim(N05, r"to\s+[\d.]+: ([+-][\d.]+), 95% CI", advanced_05(TRANSLATION_05, CROSS_05, "recall@3 diff")),
-    Claim(N05, r"to\s+[\d.]+: [+-][\d.]+, 95% CI \[([+-][\d.]+),",
-          advanced_05(TRANSLATION_05, CROSS_05, "recall@3 diff 95% CI", 0)),
-    Claim(N05, r"to\s+[\d.]+: [+-][\d.]+, 95% CI \[[+-][\d.]+, ([+-][\d.]+)\]",
-          advanced_05(TRANSLATION_05, CROSS_05, "recall@3 diff 95% CI", 1)),
-    *diff_claims_05(r"and MRR by ", TRANSLATION_05, CROSS_05, "MRR@10"),
+    Claim(N05, r"control, the (\d+) sample questions as\s+written", set_size_05(WRITTEN_05)),
+    Claim(N05, r"Reading the table \((\d+) cross-lingual", set_size_05(CROSS_05)),
+    Claim(N05, r"recall@3 from ([\d.]+) to [\d.]+, [+-]", advanced_05(BASE_05, CROSS_05, "recall@3")),
+    Claim(N05, r"recall@3 from [\d.]+ to ([\d.]+), [+-]", advanced_05(TRANSLATION_05, CROSS_05, "recall@3")),
+    *interval_claims(N05, r"recall@3 from [\d.]+ to [\d.]+, ", lambda *m: advanced_05(TRANSLATION_05, CROSS_05, *m),
+                     "recall@3 diff", sep=r", 95% CI \["),
     Claim(N05, r"short LLM call \(([\d.]+) s per", advanced_05(TRANSLATION_05, CROSS_05, "seconds")),
-    Claim(N05, r"On the (\d+) hard questions alone", set_size_05(HARD_SET_05)),
-    Claim(N05, r"alone the gain, ([+-][\d.]+), has", advanced_05(TRANSLATION_05, HARD_SET_05, "recall@3 diff")),
-    Claim(N05, r"has the interval \[([+-][\d.]+),",
-          advanced_05(TRANSLATION_05, HARD_SET_05, "recall@3 diff 95% CI", 0)),
-    Claim(N05, r"has the interval \[[+-][\d.]+, ([+-][\d.]+)\]",
-          advanced_05(TRANSLATION_05, HARD_SET_05, "recall@3 diff 95% CI", 1)),
-    Claim(N05, r"on the (\d+) sample questions as written it drops", set_size_05(WRITTEN_05)),
-    Claim(N05, r"it drops recall@3 from ([\d.]+) to", advanced_05(BASE_05, WRITTEN_05, "recall@3")),
-    Claim(N05, r"it drops recall@3 from [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, WRITTEN_05, "recall@3")),
-    *diff_claims_05(r"it drops recall@3 from [\d.]+ to [\d.]+ \(", TRANSLATION_05, WRITTEN_05),
-    Claim(N05, r"keeps them all \(([\d.]+)\)", advanced_05(UNION_05, WRITTEN_05, "recall@3")),
-    Claim(N05, r"cross-lingual gain \(([\d.]+), MRR", advanced_05(UNION_05, CROSS_05, "recall@3")),
-    Claim(N05, r"cross-lingual gain \([\d.]+, MRR ([\d.]+)", advanced_05(UNION_05, CROSS_05, "MRR@10")),
-    Claim(N05, r"instead of ([\d.]+)\)\. RRF over", advanced_05(TRANSLATION_05, CROSS_05, "MRR@10")),
-    Claim(N05, r"ranks them lower \(MRR ([\d.]+)\)", advanced_05(RRF_05, CROSS_05, "MRR@10")),
-    Claim(N05, r"at about (\d+) times its time", derived(
-        "bench_results/advanced.json: multi-query seconds / union seconds (37 questions)",
-        lambda: advanced_05(MULTI_QUERY_05, CROSS_05, "seconds").get()
-        / advanced_05(UNION_05, CROSS_05, "seconds").get()),
-        rel=0.2),
+    Claim(N05, r"as written from\s+recall@3 ([\d.]+) to", advanced_05(BASE_05, WRITTEN_05, "recall@3")),
+    Claim(N05, r"as written from\s+recall@3 [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, WRITTEN_05, "recall@3")),
+    *diff_claims_05(r"as written from\s+recall@3 [\d.]+ to [\d.]+ \(", TRANSLATION_05, WRITTEN_05),
+    Claim(N05, r"whole cross-lingual gain \(([\d.]+)\)", advanced_05(UNION_05, CROSS_05, "recall@3")),
+    Claim(N05, r"at about (\d+) times its time", MULTI_QUERY_COST_05, rel=0.2),
     Claim(N05, r"its time \(([\d.]+) vs", advanced_05(MULTI_QUERY_05, CROSS_05, "seconds")),
-    Claim(N05, r"vs ([\d.]+) s per question\)", advanced_05(UNION_05, CROSS_05, "seconds")),
+    Claim(N05, r"vs\s+([\d.]+) s per question\)", advanced_05(UNION_05, CROSS_05, "seconds")),
     *diff_claims_05(r"worse than no transform \(", HYDE_Q_05, CROSS_05),
     *diff_claims_05(r"it gains\s+", HYDE_O_05, CROSS_05),
-    Claim(N05, r"hard set \(([\d.]+) against", advanced_05(HYDE_O_05, HARD_SET_05, "recall@3")),
-    Claim(N05, r"hard set \([\d.]+ against ([\d.]+) for the", advanced_05(TRANSLATION_05, HARD_SET_05, "recall@3")),
-    Claim(N05, r"a gap that (\d+) questions cannot", set_size_05(HARD_SET_05)),
-    Claim(N05, r"only ([\d.]+) of those passages", bench("advanced", "setup", "replies in the other language",
-                                                         "hyde other language")),
-    Claim(N05, r"as written it loses \(([+-][\d.]+)\)", advanced_05(HYDE_O_05, WRITTEN_05, "recall@3 diff")),
-    *diff_claims_05(r"over its baseline, ", GROUPS_05, HARD_SET_05),
-    *diff_claims_05(r"on the vague questions \(", GROUPS_05, HARD_SET_05),
-    Claim(N05, r"below hybrid search \(([\d.]+) against", advanced_05(GROUPS_05, TRANSLATED_05, "recall@3")),
-    Claim(N05, r"below hybrid search \([\d.]+ against ([\d.]+),", advanced_05(BASE_05, TRANSLATED_05, "recall@3")),
-    *diff_claims_05(r"below hybrid search \([\d.]+ against [\d.]+, ", GROUPS_05, TRANSLATED_05),
-    Claim(N05, r"on the (\d+) questions multi-path", set_size_05(CROSS_05)),
-    *diff_claims_05(r"noise of the baseline \(", MULTI_PATH_05, CROSS_05),
-    Claim(N05, r"interval of \[([\d.]+), [\d.]+\] on the", advanced_05(BASE_05, CROSS_05, "recall@3 95% CI", 0)),
-    Claim(N05, r"interval of \[[\d.]+, ([\d.]+)\] on the", advanced_05(BASE_05, CROSS_05, "recall@3 95% CI", 1)),
-    Claim(N05, r"\] on the (\d+) questions\s+and \[", set_size_05(CROSS_05)),
-    Claim(N05, r"and \[([\d.]+), [\d.]+\] on the \d+ hard", advanced_05(BASE_05, HARD_SET_05, "recall@3 95% CI", 0)),
-    Claim(N05, r"and \[[\d.]+, ([\d.]+)\] on the \d+ hard", advanced_05(BASE_05, HARD_SET_05, "recall@3 95% CI", 1)),
-    Claim(N05, r"\] on the (\d+) hard ones\. A paired", set_size_05(HARD_SET_05)),
-    Claim(N05, r"half-width of about ([\d.]+) on", half_width_05(TRANSLATION_05, CROSS_05), tol=0.05),
-    Claim(N05, r"about [\d.]+ on (\d+) questions and", set_size_05(CROSS_05)),
-    Claim(N05, r"questions and ([\d.]+) on \d+: smaller", half_width_05(TRANSLATION_05, HARD_SET_05)),
-    Claim(N05, r"and [\d.]+ on (\d+): smaller", set_size_05(HARD_SET_05)),
-    Claim(N05, r"on (\d+) cross-lingual questions recall@3 rose", set_size_05(CROSS_05)),
-    Claim(N05, r"recall@3 rose from ([\d.]+) to", advanced_05(BASE_05, CROSS_05, "recall@3")),
-    Claim(N05, r"recall@3 rose from [\d.]+ to ([\d.]+)", advanced_05(UNION_05, CROSS_05, "recall@3")),
-    Claim(N05, r"rose from [\d.]+ to [\d.]+ \(([+-][\d.]+), 95% CI", advanced_05(UNION_05, CROSS_05, "recall@3 diff")),
-    Claim(N05, r"rose from [\d.]+ to [\d.]+ \([+-][\d.]+, 95% CI \[([+-][\d.]+),",
-          advanced_05(UNION_05, CROSS_05, "recall@3 diff 95% CI", 0)),
-    Claim(N05, r"rose from [\d.]+ to [\d.]+ \([+-][\d.]+, 95% CI \[[+-][\d.]+, ([+-][\d.]+)\]\)",
-          advanced_05(UNION_05, CROSS_05, "recall@3 diff 95% CI", 1)),
-    Claim(N05, r"on (\d+)\s+questions these are differences", set_size_05(HARD_SET_05)),
+    Claim(N05, r"about ([\d.]+) wide on each side", half_width_05(TRANSLATION_05, CROSS_05), tol=0.05),
+    Claim(N05, r"wide on each side on (\d+) questions", set_size_05(CROSS_05)),
+    # ---- 05, section 8: LangChain's components on CMRC (bench_results/components.json)
+    Claim(N05, r"LLM\s+pairs on (\d+) questions", bench("components", "setup", "llm questions")),
+    Claim(N05, r"On these (\d+) questions neither", bench("components", "setup", "llm questions")),
+    *interval_claims(N05, r"\(R@1 ", lambda *m: component(MULTI_QUERY, *m), "R@1 diff", suffix=" each"),
+    *interval_claims(N05, r"\(R@1 ", lambda *m: component(HYDE, *m), "R@1 diff", suffix=" each"),
+    Claim(N05, r"dense search alone \(([\d.]+)\)", components_pipeline("dense Retriever alone (no LLM)", "R@1")),
+    # ---- 05, takeaways
+    Claim(N05, r"first;\s+(\d+) hand-written", HARD_COUNT_05),
+    Claim(N05, r"miss it (\d+) times", MISSED_05),
+    Claim(N05, r"recall@3 ([\d.]+) -> [\d.]+ \(", advanced_05(BASE_05, CROSS_05, "recall@3")),
+    Claim(N05, r"recall@3 [\d.]+ -> ([\d.]+) \(", advanced_05(UNION_05, CROSS_05, "recall@3")),
+    *diff_claims_05(r"recall@3 [\d.]+ -> [\d.]+ \(", UNION_05, CROSS_05),
+    Claim(N05, r"\]\) on (\d+) cross-lingual questions", set_size_05(CROSS_05)),
+    Claim(N05, r"at (\d+) times the time", MULTI_QUERY_COST_05, rel=0.2),
+    *diff_claims_05(r"makes retrieval worse\s+\(", HYDE_Q_05, CROSS_05),
+    Claim(N05, r"on (\d+) CMRC\s+questions", bench("components", "setup", "llm questions")),
 ]
 
 
