@@ -5,7 +5,7 @@ A hit is a LangChain Document, as a LangChain retriever returns it: the passage 
 `score`, `similarity`, `source`, ... in `metadata`. A "search" is any callable from a query string to Documents,
 best first (e.g. `retriever.invoke`), so the techniques compose; a technique that adds a field (`queries`,
 `paths`, `via`) returns new Documents and leaves the ones it was given unchanged. LLM calls are short prompts
-with small `max_tokens` (`rag_lib.models.structured_output(..., max_tokens=)` where the answer is parsed,
+with small `max_tokens` (`rag_lib.structured.structured_output(..., max_tokens=)` where the answer is parsed,
 `llm.bind(max_tokens=)` for free text): on a local CPU model each call costs seconds of prompt processing, so use
 them where plain retrieval fails.
 A reply that breaks its schema never fails a search: each helper then falls back to doing nothing (the question
@@ -24,10 +24,10 @@ from pydantic import BaseModel, Field
 from pymilvus import MilvusClient
 
 from rag_lib.index import parent_documents
-from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.rerank import Reranker
 from rag_lib.retriever import Retriever, to_document, with_metadata
 from rag_lib.store import DENSE_SEARCH_PARAMS, METADATA_FIELDS
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
 
 Search = Callable[[str], list[Document]]

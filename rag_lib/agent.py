@@ -31,8 +31,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field, create_model
 
-from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.prompts import PASSAGE_RULE, cap_question, passage_block
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.websearch import (
     WEB_ATTEMPTS,
     WEB_RETRY_DELAY,

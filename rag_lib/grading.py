@@ -7,8 +7,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, Field
 
-from rag_lib.models import structured_output
 from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
+from rag_lib.structured import structured_output
 
 PASSAGE_CHARS = 300  # passages shown to the grader are cut here (prompt processing is the cost on CPU)
 GRADE_PROMPT = (

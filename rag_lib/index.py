@@ -25,8 +25,8 @@ from tqdm.auto import tqdm
 
 from rag_lib.chunking import Chunker
 from rag_lib.chunking import recursive_split as split_text
+from rag_lib.embeddings import passage_cache
 from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes, read_text
-from rag_lib.models import passage_cache
 from rag_lib.store import (
     DEFAULT_COLLECTION,
     PROJECT_ROOT,

@@ -20,7 +20,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from rag_lib.models import MAX_QUERY_CHARS, StructuredOutputError, cap_query, structured_output
+from rag_lib.embeddings import MAX_QUERY_CHARS, cap_query
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import CJK_CHARS, split_sentences
 
 Action = Literal["save", "retrieve", "save_then_retrieve", "unknown"]

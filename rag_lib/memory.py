@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, Item, SearchItem
 from langgraph.store.sqlite import SqliteStore
 
-from rag_lib.models import cap_query, embed_queries
+from rag_lib.embeddings import cap_query, embed_queries
 from rag_lib.text import split_sentences, tokenize
 
 # Cosine similarity (e5 query role on both sides, see QueryRoleEmbeddings) at or above which a fact is recalled for

@@ -40,9 +40,9 @@ from rag_lib.advanced import OUTPUT_FIELDS, search_by_vector
 from rag_lib.index import list_files, source_name
 from rag_lib.loaders import LOADERS, LoadError, load_file
 from rag_lib.matching import drawn_from
-from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.retriever import to_document, with_metadata
 from rag_lib.store import PROJECT_ROOT, chunk_id, ensure_collection_for, field_filter, make_row
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
 
 DEFAULT_OUT = PROJECT_ROOT / "data" / "derived" / "node_groups.json"
@@ -113,7 +113,7 @@ def document_id(source: str) -> str:
 
 def model_name() -> str:
     """The configured chat model's name, recorded with each group."""
-    from rag_lib.models import chat_settings
+    from rag_lib.providers import chat_settings
 
     return Path(chat_settings().model or "unknown").name
 
@@ -162,7 +162,7 @@ def precompute(
     interrupted run keeps what it finished). An unreadable file, or a reply outside the schema, is reported and
     skipped."""
     if llm is None:
-        from rag_lib.models import get_chat_model
+        from rag_lib.llm import get_chat_model
 
         llm = get_chat_model()
     model = model or model_name()

@@ -32,7 +32,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from rag_lib.models import StructuredOutputError, get_chat_model, get_embeddings, structured_output
+from rag_lib.embeddings import get_embeddings
+from rag_lib.llm import get_chat_model
+from rag_lib.settings import ConfigError, settings
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.settings import ConfigError, settings
 
 LLM_PROMPT = (

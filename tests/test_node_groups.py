@@ -14,9 +14,9 @@ from rag_lib import node_groups as ng
 from rag_lib.advanced import multi_path_search
 from rag_lib.index import source_name
 from rag_lib.matching import drawn_from
-from rag_lib.models import StructuredOutputError
 from rag_lib.retriever import Retriever
 from rag_lib.store import field_filter
+from rag_lib.structured import StructuredOutputError
 
 GROUPS = {  # hand-written groups of the three DOCS, as the LLM would return them
     "hnsw.md": {"summary": "How the HNSW graph index is built and searched.",

@@ -166,7 +166,7 @@ def test_without_a_model_the_estimate_keeps_a_4096_window(monkeypatch: pytest.Mo
 
 @pytest.fixture(scope="module")
 def local_llm():
-    from rag_lib.models import get_chat_model
+    from rag_lib.llm import get_chat_model
 
     return get_chat_model()
 

@@ -41,9 +41,10 @@ from rag_lib.advanced import (
 )
 from rag_lib.bench import MEASURED_ANALYZER, format_table, timed, write_results
 from rag_lib.demo import DOCS
+from rag_lib.embeddings import get_embeddings
 from rag_lib.evaluation import bootstrap_ci, paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.index import index_directory
-from rag_lib.models import get_chat_model, get_embeddings
+from rag_lib.llm import get_chat_model
 from rag_lib.node_groups import DEFAULT_OUT, GROUP_COLLECTION, NodeGroupSearch, document_rows, index_groups, load_groups
 from rag_lib.retriever import Retriever
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_collection_for

@@ -18,8 +18,8 @@ from rag_lib.bench.components import RESAMPLES, score, summary
 from rag_lib.bench.lite import grown_rows
 from rag_lib.bench.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_search
 from rag_lib.cmrc import dataset_label
+from rag_lib.embeddings import USEEmbeddings, raw_embeddings
 from rag_lib.evaluation import paired_difference
-from rag_lib.models import USEEmbeddings, raw_embeddings
 from rag_lib.retriever import Retriever
 from rag_lib.store import DENSE_SEARCH_PARAMS
 

@@ -42,9 +42,10 @@ from rag_lib.ann import (
 from rag_lib.bench import format_table, percentile, timed, write_results
 from rag_lib.cmrc import cmrc_path, load_cmrc
 from rag_lib.demo import DOCS
-from rag_lib.gguf import cache_dir
+from rag_lib.embeddings import raw_embeddings
 from rag_lib.index import chunk_rows, embed_rows, list_files, read_text, split_text, write_file
-from rag_lib.models import embedding_settings, raw_embeddings
+from rag_lib.providers import embedding_settings
+from rag_lib.settings import cache_dir
 from rag_lib.store import DEFAULT_COLLECTION, connect, ensure_collection
 
 K = 10

@@ -48,8 +48,8 @@ from rag_lib.bench.retrieval import (
 )
 from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.cmrc import dataset_label
+from rag_lib.embeddings import cap_query, embed_queries
 from rag_lib.evaluation import paired_difference
-from rag_lib.models import cap_query, embed_queries
 from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.retriever import Retriever
 from rag_lib.store import ANALYZER_PARAMS, make_row

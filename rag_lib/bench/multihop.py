@@ -51,10 +51,11 @@ from rag_lib.bench.answers import (
     where_seconds_go,
     with_ci,
 )
+from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
-from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
+from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
 

@@ -26,6 +26,7 @@ from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows 
 from rag_lib.bench import format_table, percentile, write_results
 from rag_lib.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.cmrc import Dataset, Question, dataset_label, load_cmrc
+from rag_lib.embeddings import default_min_similarity, embed_queries, get_embeddings, with_query_cache
 from rag_lib.evaluation import (
     bootstrap_ci,
     contains_any,
@@ -36,7 +37,6 @@ from rag_lib.evaluation import (
     reciprocal_rank,
 )
 from rag_lib.index import split_text
-from rag_lib.models import default_min_similarity, embed_queries, get_embeddings, with_query_cache
 from rag_lib.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever

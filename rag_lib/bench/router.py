@@ -22,8 +22,9 @@ from rag_lib.bench import RESULTS_DIR, format_table, write_results
 from rag_lib.bench.agent import model_label
 from rag_lib.evaluation import wilson
 from rag_lib.intent import Action, decide_route, route_request
-from rag_lib.models import StructuredOutputError, get_chat_model
+from rag_lib.llm import get_chat_model
 from rag_lib.store import PROJECT_ROOT
+from rag_lib.structured import StructuredOutputError
 
 REQUESTS = PROJECT_ROOT / "data" / "router_requests.json"
 ACTIONS: tuple[str, ...] = get_args(Action)

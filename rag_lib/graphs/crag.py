@@ -43,6 +43,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, Command, Overwrite, interrupt
 from pydantic import BaseModel, Field
 
+from rag_lib.embeddings import E5_MIN_SIMILARITY, default_min_similarity
 from rag_lib.graphs.rag import (
     answer_messages,
     check_mode,
@@ -54,8 +55,8 @@ from rag_lib.graphs.rag import (
     refusal_for,
 )
 from rag_lib.matching import occurs_in
-from rag_lib.models import E5_MIN_SIMILARITY, StructuredOutputError, default_min_similarity, structured_output
 from rag_lib.prompts import PASSAGE_RULE, cap_question, fit_prompt, passage_block
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language, split_sentences, tokenize
 from rag_lib.websearch import WEB_RETRY, WEB_TIMEOUT, WebSearch, failure_reason, search_pages
 

@@ -15,7 +15,7 @@ Bounds: `max_depth` levels of follow-ups and `max_llm_calls` model calls for the
 budget, keeps one call for its own answer, judges at most `budget - 1` chunks, and splits what is left among
 its children; each child reports the calls it made (`llm_calls`), so the total never exceeds the root budget.
 State changes only through returned updates and reducers. Parallel judge calls on the local model are safe:
-`rag_lib.models` serialises them with a lock.
+`rag_lib.llm` serialises them with a lock.
 
 The retriever, the model and the limits are not state: they travel in a `JudgeContext` given at each call
 (`graph.invoke(..., context=JudgeContext(retriever=r, llm=llm))`). So every node is a plain function of
@@ -51,8 +51,8 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, fresh_run, refusal_for
 from rag_lib.matching import grounded
-from rag_lib.models import StructuredOutputError, structured_output
 from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import tokenize
 
 JUDGE_PROMPT = (
