@@ -33,10 +33,8 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from rag_lib.embeddings import get_embeddings
-from rag_lib.llm import get_chat_model
 from rag_lib.settings import ConfigError, settings
 from rag_lib.structured import StructuredOutputError, structured_output
-from rag_lib.settings import ConfigError, settings
 
 LLM_PROMPT = (
     "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
@@ -119,7 +117,11 @@ class LLMReranker(BaseReranker):
     max_chars: int = 400  # longer passages are cut: prompt processing is the cost on CPU
 
     def __init__(self, llm: BaseChatModel | None = None, max_chars: int = 400, **kwargs: Any) -> None:
-        scorer = structured_output(llm or get_chat_model(), RelevanceScore)
+        if llm is None:
+            from rag_lib.llm import get_chat_model  # only here: retrieval alone must not load a chat model provider
+
+            llm = get_chat_model()
+        scorer = structured_output(llm, RelevanceScore)
         super().__init__(scorer=scorer, max_chars=max_chars, **kwargs)
 
     def score(self, query: str, passage: str) -> int | None:
