@@ -33,13 +33,9 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from rag_lib.embeddings import get_embeddings
+from rag_lib.prompts import RERANK_PROMPT
 from rag_lib.settings import ConfigError, settings
 from rag_lib.structured import StructuredOutputError, structured_output
-
-LLM_PROMPT = (
-    "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
-    "Question: {query}\nPassage: {passage}"
-)
 
 
 @runtime_checkable
@@ -127,7 +123,7 @@ class LLMReranker(BaseReranker):
     def score(self, query: str, passage: str) -> int | None:
         """The model's 0-10 relevance score for one passage; None when its reply breaks the schema."""
         try:
-            result = self.scorer.invoke(LLM_PROMPT.format(query=query, passage=passage[: self.max_chars]))
+            result = self.scorer.invoke(RERANK_PROMPT.format(query=query, passage=passage[: self.max_chars]))
         except StructuredOutputError:
             return None
         return int(result.score)

@@ -18,6 +18,7 @@ from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ValidationError
 
+from rag_lib.prompts import JSON_INSTRUCTION, PROBE_PROMPT
 from rag_lib.settings import STRUCTURED_METHODS, ConfigError, settings
 
 # The probe tries STRUCTURED_METHODS (from rag_lib.settings) in their order.
@@ -26,10 +27,6 @@ PROBED_METHODS: dict[tuple[str, str], str] = {}
 _probe_lock = threading.Lock()
 log = logging.getLogger(__name__)
 
-# JSON mode (response_format json_object) only promises *some* JSON object: the schema must be in the prompt
-# (and the word JSON, which OpenAI requires with it).
-JSON_INSTRUCTION = "Reply with one JSON object and nothing else. It must fit this JSON schema:\n{schema}"
-PROBE_PROMPT = "Is 2 + 2 equal to 4?"
 REPLY_PREVIEW = 160  # characters of a bad reply quoted in StructuredOutputError
 
 

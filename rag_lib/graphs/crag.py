@@ -55,7 +55,7 @@ from rag_lib.graphs.rag import (
     refusal_for,
 )
 from rag_lib.matching import occurs_in
-from rag_lib.prompts import PASSAGE_RULE, cap_question, fit_prompt, passage_block
+from rag_lib.prompts import GRADER_SYSTEM, REWRITE_SYSTEM, cap_question, fit_prompt, passage_block
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language, split_sentences, tokenize
 from rag_lib.websearch import WEB_RETRY, WEB_TIMEOUT, WebSearch, failure_reason, search_pages
@@ -65,11 +65,6 @@ from rag_lib.websearch import WEB_RETRY, WEB_TIMEOUT, WebSearch, failure_reason,
 # E5_MIN_SIMILARITY and this, the LLM grader decides.
 E5_CONFIDENT_SIMILARITY = 0.90
 
-GRADER_SYSTEM = (
-    "You copy answers from passages. If the passage does not contain the answer, return an empty answer.\n"
-    + PASSAGE_RULE
-)
-REWRITE_SYSTEM = "You turn questions into web search queries. Copy the key terms from the question; do not answer it."
 WEB_FAILED = {
     "zh": "（网络搜索失败，以上回答只依据本地文档。）",
     "en": "(Web search failed: this answer uses the local documents only.)",

@@ -51,22 +51,9 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, fresh_run, refusal_for
 from rag_lib.matching import grounded
-from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
+from rag_lib.prompts import JUDGE_PROMPT, fit_prompt, passage_block
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import tokenize
-
-JUDGE_PROMPT = (
-    "You grade one passage for a question.\n"
-    "2 = the passage states the answer: copy the answer, in a few words, into answer.\n"
-    "1 = the passage is on the topic but the answer is not in it: write follow_up, a short question for the "
-    "missing fact, naming what the passage is about.\n"
-    "0 = the passage is about something else.\n"
-    'Examples with the passage "Lucene ranks documents with BM25 by default.":\n'
-    'question "What does Lucene rank with by default?" -> score 2, answer "BM25"\n'
-    'question "Who wrote the paper behind the default ranking of Lucene?" -> score 1, '
-    'follow_up "Who wrote the BM25 paper?"\n'
-    + PASSAGE_RULE
-)
 
 
 class Judgment(BaseModel):
