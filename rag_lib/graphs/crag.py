@@ -48,9 +48,7 @@ from rag_lib.graphs.rag import (
     answer_messages,
     check_mode,
     checked_answer,
-    cited_span,
-    cleaned_span,
-    extract,
+    extractive_answer,
     fresh_run,
     refusal_for,
 )
@@ -397,15 +395,13 @@ def generate(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
     sentence (flagged as a generated answer is) only when the budget has a call left for it."""
     llm = runtime.context.llm
     if runtime.context.mode != "generative":
-        clause = runtime.context.mode == "clause"
         copies = [g["copied"] for g in state.get("grades", []) if g["relevant"] and g["copied"]]
-        cited = next(filter(None, (cited_span(cleaned_span(c), state["knowledge"], clause) for c in copies)), None)
-        if cited:
-            return {"answer": cited + failure_note(state), "extracted": True}
-        fallback = remaining(state, runtime.context) >= 2
-        answer, extracted = extract(state["question"], state["knowledge"], llm, fallback, clause)
+        clause, calls_left = runtime.context.mode == "clause", remaining(state, runtime.context)
+        answer, extracted, calls = extractive_answer(state["question"], state["knowledge"], llm, copies, calls_left,
+                                                     clause)
+        if not calls:
+            return {"answer": answer + failure_note(state), "extracted": True}
         answer, flag = (answer, {}) if extracted else checked_answer(answer, state["knowledge"])
-        calls = 2 if fallback and not extracted else 1
         return {"answer": answer + failure_note(state), "extracted": extracted, "llm_calls": calls} | flag
     reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"], llm))
     answer, flag = checked_answer(str(reply.content).strip(), state["knowledge"])

@@ -49,7 +49,7 @@ from langgraph.types import Overwrite, Send
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
-from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, fresh_run, refusal_for
+from rag_lib.graphs.rag import answer_messages, check_mode, extractive_answer, fresh_run, refusal_for
 from rag_lib.matching import grounded
 from rag_lib.prompts import JUDGE_PROMPT, fit_prompt, passage_block
 from rag_lib.structured import StructuredOutputError, structured_output
@@ -331,29 +331,18 @@ def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
     return {"sub_answers": [sub], "llm_calls": sub["llm_calls"]}
 
 
-def copied_answer(records: list[dict], documents: list[Document], clause: bool = False) -> str | None:
-    """The answer a judge copied from a chunk it scored 2, cited (with `clause`, widened to its clause), when the
-    copy occurs in a passage as written: extractive mode answers with it and no further call."""
-    for record in records:
-        cited = cited_span(cleaned_span(record["answer"]), documents, clause) if record["score"] == 2 else None
-        if cited:
-            return cited
-    return None
-
-
 def generate(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
-    """The answer from `answer_documents`. Extractive mode: a score-2 chunk's checked copy (no call), else a checked
-    copy by `extract`, whose fallback sentence is written only when the budget has a second call left."""
+    """The answer from `answer_documents`. Extractive mode (rag_lib.graphs.rag.extractive_answer): the answer a judge
+    copied from a chunk it scored 2, cited, when a passage holds it as written (no call), else a checked copy by
+    `extract`, whose fallback sentence is written only when the budget has a second call left."""
     llm, mode = runtime.context.llm, runtime.context.mode
     extractive, clause = mode != "generative", mode == "clause"
     documents = answer_documents(state, folded=not extractive)
     if extractive:
-        cited = copied_answer(kept_records(state), documents, clause)
-        if cited:
-            return {"answer": cited, "llm_calls": 0}
-        fallback = state["budget"] - state.get("llm_calls", 0) >= 2
-        answer, extracted = extract(state["question"], documents, llm, fallback, clause)
-        return {"answer": answer, "llm_calls": 2 if fallback and not extracted else 1}
+        copies = [record["answer"] for record in kept_records(state) if record["score"] == 2]
+        calls_left = state["budget"] - state.get("llm_calls", 0)
+        answer, _, calls = extractive_answer(state["question"], documents, llm, copies, calls_left, clause)
+        return {"answer": answer, "llm_calls": calls}
     writer = llm.bind(max_tokens=runtime.context.answer_tokens)
     reply = writer.invoke(answer_messages(state["question"], documents, llm))
     return {"answer": str(reply.content).strip(), "llm_calls": 1}

@@ -17,7 +17,7 @@ content words must occur in the passages it cites, else it ends with a note and 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -199,6 +199,22 @@ def extract(
         return refusal_for(question), False
     reply = llm.bind(max_tokens=FALLBACK_TOKENS).invoke(answer_messages(question, documents, llm))
     return str(reply.content).strip(), False
+
+
+def extractive_answer(
+    question: str, documents: list[Document], llm: BaseChatModel, copies: Iterable[str], calls_left: int,
+    clause: bool = False,
+) -> tuple[str, bool, int]:
+    """(answer, extracted, model calls made) for a graph whose grader already copied spans from passages (CRAG's
+    grades, the judge's score-2 answers): the first of `copies` that a passage holds as written, cited (no call);
+    else `extract`, with its fallback sentence only when `calls_left` leaves room for a second call."""
+    for copy in copies:
+        cited = cited_span(cleaned_span(copy), documents, clause)
+        if cited:
+            return cited, True, 0
+    fallback = calls_left >= 2
+    answer, extracted = extract(question, documents, llm, fallback, clause)
+    return answer, extracted, 2 if fallback and not extracted else 1
 
 
 def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
