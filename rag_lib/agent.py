@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, create_model
 from rag_lib.prompts import (
     AGENT_PROMPT,
     ANSWER_ONLY,
-    RESULTS_REMINDER,
+    RESULTS_REQUEST,
     cap_question,
     passage_block,
 )
@@ -141,8 +141,8 @@ def transcript(system: str, messages: Sequence[BaseMessage], llm: BaseChatModel 
     question = ""
     for message in messages:
         if isinstance(message, ToolMessage):
-            out.append(HumanMessage(f"Results of {message.name}:\n{message.content}\n\n{RESULTS_REMINDER}\n"
-                                    f"Question: {question}"))
+            out.append(HumanMessage(RESULTS_REQUEST.format(tool=message.name, results=message.content,
+                                                           question=question)))
         elif isinstance(message, AIMessage) and message.tool_calls:
             call = message.tool_calls[0]
             out.append(AIMessage(json.dumps({"action": call["name"], **call["args"]}, ensure_ascii=False)))

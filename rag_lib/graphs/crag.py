@@ -53,7 +53,7 @@ from rag_lib.graphs.rag import (
     refusal_for,
 )
 from rag_lib.matching import occurs_in
-from rag_lib.prompts import GRADER_SYSTEM, REWRITE_SYSTEM, cap_question, fit_prompt, passage_block
+from rag_lib.prompts import GRADER_REQUEST, GRADER_SYSTEM, REWRITE_SYSTEM, cap_question, fit_prompt, passage_block
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language, split_sentences, tokenize
 from rag_lib.websearch import WEB_RETRY, WEB_TIMEOUT, WebSearch, failure_reason, search_pages
@@ -159,7 +159,7 @@ class CRAGContext:
 def grade_prompt(question: str, documents: list[Document]) -> list:
     """The grader's messages: the question, then the passage fenced as data."""
     passage = passage_block(1, documents[0].page_content) if documents else ""
-    return [SystemMessage(GRADER_SYSTEM), HumanMessage(f"Question: {question}\n\nPassage:\n{passage}")]
+    return [SystemMessage(GRADER_SYSTEM), HumanMessage(GRADER_REQUEST.format(question=question, passage=passage))]
 
 
 def grade_messages(question: str, passage: str, llm: BaseChatModel | None = None) -> list:

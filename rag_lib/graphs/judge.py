@@ -51,7 +51,7 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.rag import answer_messages, check_mode, extractive_answer, fresh_run, refusal_for
 from rag_lib.matching import grounded
-from rag_lib.prompts import JUDGE_PROMPT, fit_prompt, passage_block
+from rag_lib.prompts import JUDGE_PROMPT, JUDGE_REQUEST, fit_prompt, passage_block
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import tokenize
 
@@ -161,7 +161,7 @@ def judge_messages(question: str, passage: str, source: str) -> list:
 
     def prompt(question: str, documents: list[Document]) -> list:
         block = passage_block(1, documents[0].page_content, Path(source).name) if documents else ""
-        return [SystemMessage(JUDGE_PROMPT), HumanMessage(f"Question: {question}\nPassage:\n{block}")]
+        return [SystemMessage(JUDGE_PROMPT), HumanMessage(JUDGE_REQUEST.format(question=question, passage=block))]
 
     return prompt(*fit_prompt(None, prompt, question, [Document(page_content=passage)]))
 
