@@ -41,6 +41,7 @@ from rag_lib.advanced import (
     union_search,
 )
 from rag_lib.demo import DOCS
+from rag_lib.embeddings import get_embeddings
 from rag_lib.evaluation import bootstrap_ci, paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.experiments.node_groups import (
     DEFAULT_OUT,
@@ -52,7 +53,7 @@ from rag_lib.experiments.node_groups import (
 )
 from rag_lib.experiments.results import advanced_table, format_table
 from rag_lib.index import index_directory
-from rag_lib.models import get_chat_model, get_embeddings
+from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.text import detect_language

@@ -29,12 +29,13 @@ from benchmarks import MEASURED_ANALYZER, write_results
 from benchmarks.answers import TokenCounter, clear_prompt_cache, token_counter_for
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
 from rag_lib.demo import DOCS
+from rag_lib.embeddings import get_embeddings
 from rag_lib.evaluation import wilson
 from rag_lib.experiments.results import RESULTS_DIR, agent_tables
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
 from rag_lib.index import index_directory
+from rag_lib.llm import get_chat_model
 from rag_lib.matching import occurs_in
-from rag_lib.models import get_chat_model, get_embeddings
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.websearch import get_web_search

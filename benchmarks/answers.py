@@ -65,6 +65,7 @@ from tqdm import tqdm
 
 from benchmarks import MEASURED_ANALYZER, write_results
 from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
+from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.evaluation import bootstrap_ci, exact_match, f1, paired_difference
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.gguf import ensure_qwen_gguf
@@ -72,16 +73,11 @@ from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, gr
 from rag_lib.graphs.judge import JudgeContext, answer_documents, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
+from rag_lib.llm import get_chat_model
 from rag_lib.matching import any_occurs_in, clause_holding, occurs_in
-from rag_lib.models import (
-    StructuredOutputError,
-    default_min_similarity,
-    get_chat_model,
-    get_embeddings,
-    structured_output,
-)
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
 from rag_lib.websearch import OfflineWebSearch
 

@@ -54,7 +54,7 @@ def worker(items: list[dict]) -> list[dict]:
     from langchain_core.messages import HumanMessage, SystemMessage
 
     from rag_lib.graphs.rag import EXTRACT_TOKENS, cleaned_span
-    from rag_lib.models import get_chat_model
+    from rag_lib.llm import get_chat_model
 
     llm = get_chat_model()
     copier = llm.bind(max_tokens=EXTRACT_TOKENS)

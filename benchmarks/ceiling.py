@@ -19,9 +19,9 @@ from benchmarks import write_results
 from benchmarks.retrieval import chunk_contexts, cmrc_parser, cmrc_sample, half_a
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.cmrc import Dataset, dataset_label
+from rag_lib.embeddings import embed_queries, get_embeddings
 from rag_lib.evaluation import bootstrap_ci
 from rag_lib.experiments.results import format_table
-from rag_lib.models import embed_queries, get_embeddings
 from rag_lib.text import tokenize
 
 GRID = (0.0, 0.2, 0.4, 0.6)  # weights tried for every signal

@@ -19,11 +19,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from benchmarks import write_results
 from rag_lib.demo import DOCS
+from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.evaluation import wilson
 from rag_lib.experiments.results import format_table
 from rag_lib.graphs.chat import ChatContext, build_chat_graph
 from rag_lib.index import index_directory
-from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
+from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, connect
 

@@ -41,10 +41,11 @@ from benchmarks.retrieval import (
 from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, SEPARATORS, recursive_split
 from rag_lib.cmrc import Dataset, dataset_label
+from rag_lib.embeddings import E5_MIN_SIMILARITY
 from rag_lib.evaluation import paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.experiments.results import format_table
 from rag_lib.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
-from rag_lib.models import E5_MIN_SIMILARITY, get_chat_model
+from rag_lib.llm import get_chat_model
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 from rag_lib.store import make_row

@@ -32,6 +32,7 @@ from benchmarks import percentile, timed, write_results
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, recursive_split
 from rag_lib.cmrc import cmrc_path, load_cmrc
 from rag_lib.demo import DOCS
+from rag_lib.embeddings import raw_embeddings
 from rag_lib.experiments.ann import (
     build_index,
     create_vector_collection,
@@ -44,10 +45,10 @@ from rag_lib.experiments.ann import (
     unit_vectors,
 )
 from rag_lib.experiments.results import format_table
-from rag_lib.gguf import cache_dir
 from rag_lib.index import chunk_rows, embed_rows, list_files, write_file
 from rag_lib.loaders import read_text
-from rag_lib.models import embedding_settings, raw_embeddings
+from rag_lib.providers import embedding_settings
+from rag_lib.settings import cache_dir
 from rag_lib.store import DEFAULT_COLLECTION, connect, ensure_collection
 
 K = 10

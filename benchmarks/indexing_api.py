@@ -28,9 +28,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.indexing import InMemoryRecordManager, index
 
 from rag_lib.chunking import Chunker
+from rag_lib.embeddings import passage_cache
 from rag_lib.index import chunk_rows, index_directory, list_files
 from rag_lib.lc_milvus import hybrid_store
-from rag_lib.models import passage_cache
 from rag_lib.store import PROJECT_ROOT, close, connect, count_rows
 
 OUT = PROJECT_ROOT / "bench_results" / "indexing_api.json"
@@ -145,7 +145,7 @@ def table(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    from rag_lib.models import get_embeddings
+    from rag_lib.embeddings import get_embeddings
 
     embeddings = get_embeddings()
     warm = passage_cache(embeddings)

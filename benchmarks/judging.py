@@ -29,12 +29,13 @@ from langgraph.runtime import Runtime
 
 from benchmarks import write_results
 from benchmarks.answers import GoldRetriever
+from rag_lib.embeddings import default_min_similarity, embed_queries, get_embeddings
 from rag_lib.evaluation import wilson
 from rag_lib.experiments.results import format_table, load_results
 from rag_lib.graphs.judge import JudgeContext, JudgeTask, judge
 from rag_lib.index import chunk_rows
+from rag_lib.llm import get_chat_model
 from rag_lib.matching import occurs_in
-from rag_lib.models import default_min_similarity, embed_queries, get_chat_model, get_embeddings
 from rag_lib.retriever import cosine
 from rag_lib.store import PROJECT_ROOT
 

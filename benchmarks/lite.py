@@ -48,11 +48,11 @@ from benchmarks.retrieval import (
 )
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.cmrc import dataset_label
+from rag_lib.embeddings import cap_query, embed_queries
 from rag_lib.evaluation import paired_difference
 from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.experiments.results import format_table
-from rag_lib.models import cap_query, embed_queries
 from rag_lib.retriever import Retriever
 from rag_lib.store import ANALYZER_PARAMS, make_row
 from rag_lib.text import split_sentences

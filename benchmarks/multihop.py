@@ -49,11 +49,12 @@ from benchmarks.answers import (
     token_counter_for,
     where_seconds_go,
 )
+from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
-from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
+from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
 

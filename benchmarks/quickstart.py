@@ -12,10 +12,11 @@ from pathlib import Path
 from benchmarks import timed, write_results
 from rag_lib import gguf
 from rag_lib.demo import DOCS, quickstart_questions
+from rag_lib.embeddings import default_min_similarity, raw_embeddings
 from rag_lib.experiments.results import format_table
 from rag_lib.graphs.rag import answer_messages
 from rag_lib.index import index_directory
-from rag_lib.models import default_min_similarity, local_chat_model, raw_embeddings
+from rag_lib.llm import local_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows
 

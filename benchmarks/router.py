@@ -23,8 +23,9 @@ from benchmarks.agent import model_label
 from rag_lib.evaluation import wilson
 from rag_lib.experiments.results import RESULTS_DIR, format_table
 from rag_lib.intent import Action, decide_route, route_request
-from rag_lib.models import StructuredOutputError, get_chat_model
+from rag_lib.llm import get_chat_model
 from rag_lib.store import PROJECT_ROOT
+from rag_lib.structured import StructuredOutputError
 
 REQUESTS = PROJECT_ROOT / "data" / "router_requests.json"
 ACTIONS: tuple[str, ...] = get_args(Action)

@@ -25,12 +25,13 @@ from pathlib import Path
 from benchmarks import MEASURED_ANALYZER, write_results
 from benchmarks.answers import K, cmrc_setup, sample_questions, without_citations
 from rag_lib.cmrc import load_cmrc
+from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.evaluation import f1
 from rag_lib.experiments.results import RESULTS_DIR, format_table
 from rag_lib.graphs.rag import answer_messages, is_refusal
 from rag_lib.index import index_directory
+from rag_lib.llm import get_chat_model
 from rag_lib.matching import CITATION, SUPPORT_MIN_WORDS, support, supported
-from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
 from rag_lib.retriever import Retriever
 from rag_lib.store import close, connect, ensure_collection_for
 

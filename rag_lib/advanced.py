@@ -5,7 +5,7 @@ A hit is a LangChain Document, as a LangChain retriever returns it: the passage 
 `score`, `similarity`, `source`, ... in `metadata`. A "search" is any callable from a query string to Documents,
 best first (e.g. `retriever.invoke`), so the techniques compose; a technique that adds a field (`queries`,
 `paths`, `via`) returns new Documents and leaves the ones it was given unchanged. LLM calls are short prompts
-with small `max_tokens` (`rag_lib.models.structured_output(..., max_tokens=)` where the answer is parsed,
+with small `max_tokens` (`rag_lib.structured.structured_output(..., max_tokens=)` where the answer is parsed,
 `llm.bind(max_tokens=)` for free text): on a local CPU model each call costs seconds of prompt processing, so use
 them where plain retrieval fails.
 A reply that breaks its schema never fails a search: each helper then falls back to doing nothing (the question
@@ -24,10 +24,11 @@ from pydantic import BaseModel, Field
 from pymilvus import MilvusClient
 
 from rag_lib.index import parent_documents
-from rag_lib.models import StructuredOutputError, structured_output
+from rag_lib.prompts import DECOMPOSE_PROMPT, EXPAND_PROMPT, GAP_PROMPT, HYDE_PROMPT, REWRITE_PROMPT, TRANSLATE_PROMPT
 from rag_lib.rerank import Reranker
 from rag_lib.retriever import Retriever, to_document, with_metadata
 from rag_lib.store import DENSE_SEARCH_PARAMS, METADATA_FIELDS
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
 
 Search = Callable[[str], list[Document]]
@@ -36,33 +37,6 @@ PASSAGE_CHARS = 200  # passages shown to the multi-step judge are cut here (prom
 
 DOMAIN = "RAG, vector databases (Milvus) and LangGraph agents"  # what the corpus is about: keeps the model on topic
 LANGUAGES = {"zh": "Chinese", "en": "English"}
-# Short prompts, fixed part first (llama.cpp reuses a shared prompt prefix), one worked example where the 1.5B
-# model otherwise echoed the question or returned an empty list.
-REWRITE_PROMPT = (
-    "You search documentation about {domain}. Which technical terms would a document that answers the question "
-    "use? Give 2-5 terms.\nExample: how do I avoid embedding the same text twice? -> embedding cache, "
-    "CacheBackedEmbeddings\nQuestion: {question}"
-)
-TRANSLATE_PROMPT = "Translate into {language}. Reply with the translation only.\n{question}"
-EXPAND_PROMPT = (
-    "You search documentation about {domain}. Write {n} different search queries for the question: other wordings "
-    "and the technical terms it implies.\nQuestion: {question}"
-)
-DECOMPOSE_PROMPT = (
-    "Split the question into simple sub-questions, one per thing it asks about.\n"
-    "Example: How do BM25 and dense search differ in speed? -> How fast is BM25 search? | How fast is dense search?\n"
-    "Question: {question}"
-)
-# Asked "answered?", the 1.5B model said yes to a two-part question whose second part was not in the passages;
-# asked to name the missing part first, it found it.
-JUDGE_PROMPT = (
-    "Passages:\n{passages}\n\nQuestion: {question}\n"
-    "Which part of the question do the passages NOT state? Write it in missing (empty if every part is stated) "
-    "and a search query for it."
-)
-HYDE_PROMPT = (
-    "Write a short passage of technical documentation that answers the question, in {language}.\nQuestion: {question}"
-)
 
 # The docstring of an output schema is part of the PROMPT: with_structured_output sends it to the model as the
 # tool's description (llama.cpp puts it in the system prompt). So it says what to return, and notes for readers
@@ -210,7 +184,7 @@ def multi_step_search(
         result.hits += new
         passages = "\n".join(f"- {h.page_content[:PASSAGE_CHARS]}" for h in result.hits)
         try:
-            gap = judge.invoke(JUDGE_PROMPT.format(passages=passages, question=question))
+            gap = judge.invoke(GAP_PROMPT.format(passages=passages, question=question))
         except StructuredOutputError:  # an unusable verdict counts as "nothing missing": stop here
             result.steps.append((query, ""))
             break

@@ -309,7 +309,8 @@ def build_ui(app: RagApp) -> gr.Blocks:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from rag_lib.models import get_chat_model, get_embeddings
+    from rag_lib.embeddings import get_embeddings
+    from rag_lib.llm import get_chat_model
     from rag_lib.store import opened
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

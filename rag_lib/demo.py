@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
+from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory
-from rag_lib.models import default_min_similarity, get_chat_model, get_embeddings
+from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, count_rows
 

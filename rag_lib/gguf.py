@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from rag_lib.settings import ConfigError, settings
+from rag_lib.settings import cache_dir
 
 QWEN_FILENAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
@@ -27,20 +27,6 @@ _CHUNK = 8 << 20
 
 class ModelFileError(RuntimeError):
     """The local model file cannot be assembled or does not match its pinned hash."""
-
-
-def cache_dir() -> Path:
-    """Folder for assembled models and other large artifacts (env RAG_CACHE_DIR, default ~/.cache/rag_lib), created
-    when missing; a path that cannot be a folder (a file, no permission) is a ConfigError naming RAG_CACHE_DIR."""
-    folder = settings().RAG_CACHE_DIR
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ConfigError(
-            f"the cache folder {folder} cannot be used ({error.strerror}): set RAG_CACHE_DIR to a folder you can "
-            "write to (or unset it for ~/.cache/rag_lib)."
-        ) from None
-    return folder
 
 
 def part_paths() -> list[Path]:

@@ -24,8 +24,8 @@ from pymilvus import MilvusClient
 from tqdm.auto import tqdm
 
 from rag_lib.chunking import Chunker
+from rag_lib.embeddings import passage_cache
 from rag_lib.loaders import LoadError, check_supported, load_file, read_bytes
-from rag_lib.models import passage_cache
 from rag_lib.store import (
     DEFAULT_COLLECTION,
     PROJECT_ROOT,

@@ -26,7 +26,8 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, Item, SearchItem
 from langgraph.store.sqlite import SqliteStore
 
-from rag_lib.models import cap_query, embed_queries
+from rag_lib.embeddings import cap_query, embed_queries
+from rag_lib.prompts import TOLD_BY_THE_USER
 from rag_lib.text import split_sentences, tokenize
 
 # Cosine similarity (e5 query role on both sides, see QueryRoleEmbeddings) at or above which a fact is recalled for
@@ -168,5 +169,4 @@ def told_by_the_user(recalled: Sequence[Memory]) -> str:
     if not recalled:
         return ""
     lines = "\n".join(f"- {m['fact']} (told on {m['saved_at'][:10]})" for m in recalled)
-    return ("What the user told you in earlier conversations (their own statements, not passages: never cite them; "
-            f"use them to fit the answer to the user):\n{lines}\n\n")
+    return TOLD_BY_THE_USER.format(facts=lines)

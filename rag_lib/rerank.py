@@ -32,13 +32,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from rag_lib.models import StructuredOutputError, get_chat_model, get_embeddings, structured_output
+from rag_lib.embeddings import get_embeddings
+from rag_lib.prompts import RERANK_PROMPT
 from rag_lib.settings import ConfigError, settings
-
-LLM_PROMPT = (
-    "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
-    "Question: {query}\nPassage: {passage}"
-)
+from rag_lib.structured import StructuredOutputError, structured_output
 
 
 @runtime_checkable
@@ -116,13 +113,17 @@ class LLMReranker(BaseReranker):
     max_chars: int = 400  # longer passages are cut: prompt processing is the cost on CPU
 
     def __init__(self, llm: BaseChatModel | None = None, max_chars: int = 400, **kwargs: Any) -> None:
-        scorer = structured_output(llm or get_chat_model(), RelevanceScore)
+        if llm is None:
+            from rag_lib.llm import get_chat_model  # only here: retrieval alone must not load a chat model provider
+
+            llm = get_chat_model()
+        scorer = structured_output(llm, RelevanceScore)
         super().__init__(scorer=scorer, max_chars=max_chars, **kwargs)
 
     def score(self, query: str, passage: str) -> int | None:
         """The model's 0-10 relevance score for one passage; None when its reply breaks the schema."""
         try:
-            result = self.scorer.invoke(LLM_PROMPT.format(query=query, passage=passage[: self.max_chars]))
+            result = self.scorer.invoke(RERANK_PROMPT.format(query=query, passage=passage[: self.max_chars]))
         except StructuredOutputError:
             return None
         return int(result.score)

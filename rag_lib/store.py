@@ -24,14 +24,16 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.embeddings import Embeddings
 from pymilvus import CollectionSchema, DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import ConnectionConfigException, MilvusException
 
 from rag_lib.settings import PROJECT_ROOT, settings
 from rag_lib.text import STOPWORDS, detect_language, quiet_jieba
+
+if TYPE_CHECKING:  # a type only: the store needs pymilvus, not LangChain
+    from langchain_core.embeddings import Embeddings
 
 DEFAULT_COLLECTION = "rag_docs"
 TEXT_MAX_LENGTH = 65535

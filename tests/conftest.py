@@ -15,7 +15,7 @@ from small_docs import chunks, docs  # noqa: E402,F401  three small documents (t
 
 @pytest.fixture(scope="session")
 def embeddings():
-    from rag_lib.models import E5Embeddings
+    from rag_lib.embeddings import E5Embeddings
 
     return E5Embeddings()
 

@@ -34,9 +34,10 @@ from rag_lib.agent import (
     web_tool,
 )
 from rag_lib.index import index_directory
-from rag_lib.models import StructuredOutputError, get_chat_model
+from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT
+from rag_lib.structured import StructuredOutputError
 from rag_lib.websearch import WEB_ATTEMPTS, OfflineWebSearch, WebSearchError
 
 DOC = "milvus_full_text_search_bm25_zh.md"

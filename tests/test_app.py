@@ -227,13 +227,14 @@ def test_the_app_closes_its_database_and_files_when_it_stops(embeddings, tmp_pat
                                                              rows_seen_by_another_process):
     """`python -m rag_lib.app` serves until Ctrl+C; then its Milvus Lite database is free for another process and
     its SQLite files (conversations, long-term memory) are closed."""
-    import rag_lib.models
+    import rag_lib.embeddings
+    import rag_lib.llm
 
     served: list[dict] = []
     # FAKE launch: returns at once, as the real one returns after Ctrl+C
     monkeypatch.setattr(gr.Blocks, "launch", lambda self, **kwargs: served.append(kwargs))
-    monkeypatch.setattr(rag_lib.models, "get_chat_model", ScriptedChatModel)
-    monkeypatch.setattr(rag_lib.models, "get_embeddings", lambda: embeddings)
+    monkeypatch.setattr(rag_lib.llm, "get_chat_model", ScriptedChatModel)
+    monkeypatch.setattr(rag_lib.embeddings, "get_embeddings", lambda: embeddings)
     uri, uploads = str(tmp_path / "app.db"), tmp_path / "uploads"
     app_main(["--milvus-uri", uri, "--upload-dir", str(uploads), "--conversations", str(tmp_path / "talk.sqlite")])
     assert served and served[0]["server_name"] == "127.0.0.1"

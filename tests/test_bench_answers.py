@@ -399,7 +399,7 @@ def test_where_the_seconds_go_splits_llama_cpps_timings_per_pipeline_and_skips_c
 def test_the_local_models_own_timings_split_a_runs_seconds(offline_env):
     from langchain_core.runnables import RunnableLambda
 
-    from rag_lib.models import get_chat_model
+    from rag_lib.llm import get_chat_model
 
     llm = get_chat_model()
     graph = RunnableLambda(lambda state: {"answer": llm.invoke(state["question"]).content})

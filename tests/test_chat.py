@@ -179,7 +179,7 @@ def milvus_docs(tmp_path_factory, embeddings):
 
 def test_real_model_answers_a_follow_up_that_names_nothing(offline_env, milvus_docs, embeddings):
     """The local model and real retrieval: the follow-up names no subject; condensing brings it back."""
-    from rag_lib.models import get_chat_model
+    from rag_lib.llm import get_chat_model
     from rag_lib.retriever import Retriever
 
     context = ChatContext(retriever=Retriever(client=milvus_docs, embeddings=embeddings, k=2), llm=get_chat_model())

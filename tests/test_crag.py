@@ -45,7 +45,8 @@ from rag_lib.graphs.crag import (
     occurs_in,
     refine,
 )
-from rag_lib.graphs.rag import EXTRACT_PROMPT, REFUSAL, UNSUPPORTED_NOTE
+from rag_lib.graphs.rag import REFUSAL, UNSUPPORTED_NOTE
+from rag_lib.prompts import EXTRACT_PROMPT
 from rag_lib.websearch import WEB_ATTEMPTS, WebSearchError, WebSearchTimeout
 
 QUESTION = "Which tokenizer does the Milvus chinese analyzer use?"

@@ -12,9 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rag_lib.embeddings import RoleEmbeddings, embed_queries, get_embeddings
 from rag_lib.index import index_directory
-from rag_lib.models import ConfigError, RoleEmbeddings, embed_queries, embedding_settings, get_embeddings
+from rag_lib.providers import embedding_settings
 from rag_lib.retriever import Retriever
+from rag_lib.settings import ConfigError
 from rag_lib.store import PROJECT_ROOT
 
 TEXTS = ["Milvus 内置的 chinese 分析器使用哪个分词器？", "Reciprocal Rank Fusion adds 1 / (k + rank) per list."]

@@ -114,7 +114,7 @@ def test_an_unknown_mode_is_a_clear_error():
 def test_real_model_copies_a_span_from_a_cmrc_paragraph(offline_env):
     """The local model on one CMRC 2018 trial paragraph given as the only passage."""
     from rag_lib.cmrc import load_cmrc
-    from rag_lib.models import get_chat_model
+    from rag_lib.llm import get_chat_model
 
     data = load_cmrc().head(1)
     item = data.questions[1]  # "若游戏中离，则多少分钟内不得进行配对？" (gold: 4分钟)

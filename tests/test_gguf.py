@@ -117,18 +117,19 @@ def test_ensure_builds_in_an_explicit_folder_without_touching_the_cache(monkeypa
 
 
 def test_a_cache_folder_that_cannot_be_a_folder_is_a_config_error_naming_the_variable(monkeypatch, tmp_path):
-    from rag_lib.models import ConfigError, get_embeddings
+    from rag_lib.embeddings import get_embeddings
+    from rag_lib.settings import ConfigError, cache_dir
 
     afile = tmp_path / "not_a_folder"
     afile.write_text("x")
     for value in (afile, afile / "sub"):  # the file itself, or a folder below it
         monkeypatch.setenv("RAG_CACHE_DIR", str(value))
         with pytest.raises(ConfigError, match=f"the cache folder {value} cannot be used .*set RAG_CACHE_DIR"):
-            gguf.cache_dir()
+            cache_dir()
     with pytest.raises(ConfigError, match="RAG_CACHE_DIR"):
         get_embeddings()  # what notebooks call first
     monkeypatch.setenv("RAG_CACHE_DIR", str(tmp_path / "new" / "cache"))
-    assert gguf.cache_dir().is_dir()  # a missing folder is created
+    assert cache_dir().is_dir()  # a missing folder is created
 
 
 def test_installed_default_model_is_verified():

@@ -174,7 +174,7 @@ import re
 import sys
 import time
 from rag_lib import index
-from rag_lib.models import E5Embeddings
+from rag_lib.embeddings import E5Embeddings
 from rag_lib.store import connect
 
 client = connect(uri=sys.argv[1])

@@ -44,7 +44,7 @@ from rag_lib.graphs.judge import (
     sqlite_checkpointer,
     tree_rows,
 )
-from rag_lib.graphs.rag import EXTRACT_PROMPT
+from rag_lib.prompts import EXTRACT_PROMPT
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,7 +22,7 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from servers import LLAMA_ALIAS
 
-from rag_lib import models
+from rag_lib import structured
 from rag_lib.agent import build_agent, docs_tool, run_agent, web_tool
 from rag_lib.demo import stream_answer
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
@@ -31,9 +31,11 @@ from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.graphs.router import RouterContext, build_router_graph
 from rag_lib.index import index_directory
 from rag_lib.intent import Route, router_messages
-from rag_lib.models import ConfigError, get_chat_model, structured_method, structured_output
+from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
+from rag_lib.settings import ConfigError
 from rag_lib.store import PROJECT_ROOT, connect
+from rag_lib.structured import structured_method, structured_output
 from rag_lib.websearch import OfflineWebSearch
 
 FILES = ("milvus_hybrid_search_rankers.md", "milvus_full_text_search_bm25_zh.md", "corrective_rag_crag.md")
@@ -102,7 +104,7 @@ def retriever(client, embeddings, k: int) -> Retriever:
 
 
 def test_the_probe_picks_function_calling_and_remembers_it(server_llm, llama_server):
-    models.PROBED_METHODS.clear()
+    structured.PROBED_METHODS.clear()
     try:
         started = time.perf_counter()
         assert structured_method(server_llm) == "function_calling"  # json_schema was tried first and refused
@@ -110,9 +112,9 @@ def test_the_probe_picks_function_calling_and_remembers_it(server_llm, llama_ser
         started = time.perf_counter()
         assert structured_method(server_llm) == "function_calling"
         assert time.perf_counter() - started < min(0.05, probing / 10)  # remembered: no second request
-        assert models.PROBED_METHODS == {(llama_server, LLAMA_ALIAS): "function_calling"}
+        assert structured.PROBED_METHODS == {(llama_server, LLAMA_ALIAS): "function_calling"}
     finally:
-        models.PROBED_METHODS.clear()
+        structured.PROBED_METHODS.clear()
 
 
 def test_forcing_json_schema_on_this_server_fails_naming_the_setting(server_llm, monkeypatch):

@@ -12,7 +12,7 @@ from pymilvus.exceptions import MilvusException
 
 import rag_lib.demo
 import rag_lib.store
-from rag_lib.models import get_chat_model
+from rag_lib.llm import get_chat_model
 from rag_lib.store import MilvusVersionError, connect, ensure_collection, require_full_text_search
 
 TOO_OLD = r"reports version v2\.3\.5.*needs Milvus 2\.5 or newer"

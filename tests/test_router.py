@@ -32,15 +32,13 @@ from langgraph.runtime import Runtime
 from pydantic import Field
 
 from rag_lib import uploads as uploads_module
-from rag_lib.advanced import HYDE_PROMPT
+from rag_lib.embeddings import E5_MIN_SIMILARITY, MAX_QUERY_CHARS, default_min_similarity
 from rag_lib.grading import AnswerGrade
-from rag_lib.graphs.chat import CONDENSE_SYSTEM
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.rag import REFUSAL
 from rag_lib.graphs.router import AppState, RouterContext, build_router_graph, condense, route, stream_request
 from rag_lib.intent import (
     HELP,
-    ROUTER_EXAMPLES,
     ROUTER_MAX_CHARS,
     Options,
     Route,
@@ -50,7 +48,7 @@ from rag_lib.intent import (
     search_question,
     split_note,
 )
-from rag_lib.models import E5_MIN_SIMILARITY, MAX_QUERY_CHARS, default_min_similarity
+from rag_lib.prompts import CONDENSE_SYSTEM, HYDE_PROMPT, ROUTER_EXAMPLES
 from rag_lib.store import DEFAULT_COLLECTION, count_rows
 from rag_lib.strategies import retrieval_scores, source_filter
 from rag_lib.uploads import choose_chunker, indexed_documents, save_document

@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from rag_lib import gguf, loaders, prompts, store
-from rag_lib.models import chat_settings, embedding_settings
+from rag_lib import loaders, prompts, store
+from rag_lib.providers import chat_settings, embedding_settings
 from rag_lib.settings import (
     NATIVE_LIBRARY_DEFAULTS,
     PROJECT_ROOT,
     ConfigError,
     Settings,
+    cache_dir,
     describe_settings,
     set_native_library_defaults,
     settings,
@@ -100,7 +101,7 @@ def test_a_changed_variable_counts_from_the_next_call(clean_env, tmp_path):
     clean_env.setenv("RAG_LLM_CONTEXT_TOKENS", "8192")
     assert prompts.context_window(None) == 8192
     clean_env.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
-    assert gguf.cache_dir() == tmp_path / "cache"
+    assert cache_dir() == tmp_path / "cache"
     clean_env.setenv("RAG_LLM_MODEL", "qwen-plus")
     clean_env.setenv("RAG_LLM_BASE_URL", "http://localhost:8000/v1")
     assert chat_settings().model == "qwen-plus"

@@ -1,4 +1,4 @@
-"""Structured output (rag_lib.models.structured_output) and what every graph does with a reply that breaks its schema.
+"""Structured output (rag_lib.structured) and what every graph does with a reply that breaks its schema.
 
 The chat model here is a FAKE (`FakeChatModel`, a test double, not a language model): for each schema it returns a
 scripted reply, which may be a valid tool call, a tool call whose arguments break the schema (a value outside an
@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, Field
 
-from rag_lib import advanced, models
+from rag_lib import advanced, structured
 from rag_lib.app import reply_markdown
 from rag_lib.experiments import node_groups as ng
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph, key_terms
@@ -33,8 +33,9 @@ from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import refusal_for
 from rag_lib.graphs.router import RouterContext, build_router_graph, stream_request
 from rag_lib.intent import HELP
-from rag_lib.models import ConfigError, StructuredOutputError, structured_output, with_json_instruction
 from rag_lib.rerank import LLMReranker
+from rag_lib.settings import ConfigError
+from rag_lib.structured import StructuredOutputError, structured_output, with_json_instruction
 from rag_lib.uploads import indexed_documents, save_document
 
 Reply = Callable[[str], AIMessage]  # tool name -> the fake's reply
@@ -186,21 +187,21 @@ class FakeServer:
 
 @pytest.fixture()
 def fresh_probes():
-    models.PROBED_METHODS.clear()
+    structured.PROBED_METHODS.clear()
     yield
-    models.PROBED_METHODS.clear()
+    structured.PROBED_METHODS.clear()
 
 
 def test_the_probe_skips_what_the_server_refuses_and_is_remembered(fresh_probes):
     server = FakeServer(tool_args={"yes": True})
     llm = server.chat_model()
-    assert models.structured_method(llm) == "function_calling"
+    assert structured.structured_method(llm) == "function_calling"
     assert server.requests == ["json_schema", "tools"]
-    assert models.structured_method(llm) == "function_calling" and len(server.requests) == 2  # no second probe
-    assert models.PROBED_METHODS == {("http://fake.test/v1", "fake-model"): "function_calling"}
+    assert structured.structured_method(llm) == "function_calling" and len(server.requests) == 2  # no second probe
+    assert structured.PROBED_METHODS == {("http://fake.test/v1", "fake-model"): "function_calling"}
 
     no_tools = FakeServer(tool_args=None)  # answers tool requests with text: JSON mode is next
-    assert models.structured_method(no_tools.chat_model("other")) == "json_mode"
+    assert structured.structured_method(no_tools.chat_model("other")) == "json_mode"
     assert no_tools.requests == ["json_schema", "tools", "json_object"]
 
 

@@ -12,9 +12,10 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+from rag_lib.embeddings import default_min_similarity
 from rag_lib.graphs.rag import REFUSAL
 from rag_lib.index import index_directory
-from rag_lib.models import default_min_similarity, get_chat_model
+from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT
 from rag_lib.two_step import build_two_step_agent

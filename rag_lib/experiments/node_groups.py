@@ -40,9 +40,10 @@ from rag_lib.advanced import OUTPUT_FIELDS, search_by_vector
 from rag_lib.index import list_files, source_name
 from rag_lib.loaders import LOADERS, LoadError, load_file
 from rag_lib.matching import drawn_from
-from rag_lib.models import StructuredOutputError, structured_output
+from rag_lib.prompts import NODE_GROUP_PROMPTS
 from rag_lib.retriever import to_document, with_metadata
 from rag_lib.store import PROJECT_ROOT, chunk_id, ensure_collection_for, field_filter, make_row
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
 
 DEFAULT_OUT = PROJECT_ROOT / "data" / "derived" / "node_groups.json"
@@ -50,17 +51,6 @@ GROUP_COLLECTION = "node_groups"
 GROUP_FIELDS = [*OUTPUT_FIELDS, "kind", "level"]
 MAX_TOKENS = 600  # fits the longest output the schema's length limits allow, so the JSON is never cut off
 MAX_CHARS = 3200  # every data/docs file fits; longer texts are cut (prompt processing is the cost on CPU)
-# Text first, instructions after, in the text's language: the 1.5B model then answers in that language
-# (an English instruction before a Chinese text gave English rows, and "summary: 1-2 sentences" was copied).
-PROMPTS = {
-    "zh": "{text}\n\n请为上面的文本建立检索索引，全部用中文填写：summary 用自己的话写一句话的摘要；"
-    "keywords 列出最多 6 个关键词；"
-    "qa_pairs 写 3 个文本能回答的具体问题，每个配一个从文本中摘出的简短答案。",
-    "en": "{text}\n\nIndex the text above for search, in English: summary = what it is about, in one sentence "
-    "of your own; "
-    "keywords = up to 6 key terms; qa_pairs = 3 specific questions the text answers, each with a short answer "
-    "copied from the text.",
-}
 
 
 # A schema's docstring is part of the PROMPT: with_structured_output sends it as the tool description, which
@@ -87,7 +77,7 @@ class NodeGroup(BaseModel):  # what the LLM derives from one text; no docstring 
 
 def group_prompt(text: str) -> str:
     """The one prompt that derives a node group (in the text's own language, so rows match its questions)."""
-    return PROMPTS[detect_language(text)].format(text=text[:MAX_CHARS])
+    return NODE_GROUP_PROMPTS[detect_language(text)].format(text=text[:MAX_CHARS])
 
 
 def derive_group(llm: BaseChatModel, text: str) -> NodeGroup:
@@ -102,7 +92,7 @@ def content_hash(data: bytes) -> str:
 
 def prompt_hash() -> str:
     """Identifies the prompt and output schema: changing either makes every stored group stale."""
-    spec = json.dumps([PROMPTS, NodeGroup.model_json_schema()], sort_keys=True, ensure_ascii=False)
+    spec = json.dumps([NODE_GROUP_PROMPTS, NodeGroup.model_json_schema()], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
 
 
@@ -113,7 +103,7 @@ def document_id(source: str) -> str:
 
 def model_name() -> str:
     """The configured chat model's name, recorded with each group."""
-    from rag_lib.models import chat_settings
+    from rag_lib.providers import chat_settings
 
     return Path(chat_settings().model or "unknown").name
 
@@ -162,7 +152,7 @@ def precompute(
     interrupted run keeps what it finished). An unreadable file, or a reply outside the schema, is reported and
     skipped."""
     if llm is None:
-        from rag_lib.models import get_chat_model
+        from rag_lib.llm import get_chat_model
 
         llm = get_chat_model()
     model = model or model_name()

@@ -29,18 +29,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from rag_lib.graphs.rag import SYSTEM_PROMPT, checked_answer, format_context, fresh_run, refusal_for
+from rag_lib.graphs.rag import answer_prompt, checked_answer, fresh_run, refusal_for
 from rag_lib.memory import Memory, recall_and_remember, told_by_the_user
-from rag_lib.prompts import PASSAGE_REMINDER, cap_question, fit_prompt, token_counter
+from rag_lib.prompts import CONDENSE_REQUEST, CONDENSE_SYSTEM, cap_question, fit_prompt, token_counter
 from rag_lib.text import check_query, tokenize
 
-CONDENSE_SYSTEM = (
-    "You rewrite follow-up questions. Given a conversation and a follow-up question, write the follow-up as a "
-    "standalone question: replace words like 'it', 'its', 'that' or '它' with the subject they refer to and keep "
-    "every other word. Keep the question's language. Never answer the question: reply with the rewritten question "
-    "only, on one line."
-)
-CONDENSE_REQUEST = "Conversation:\n{conversation}\n\nFollow-up question: {question}\n\nStandalone question:"
 MAX_QUERY_GROWTH = 200  # characters a rewrite may add to the question; a longer reply is a runaway, not a query
 PRONOUNS = frozenset("它 它们 他 她 他们 她们 这个 那个 they them their he she his her".split())
 HISTORY_TOKENS = 600  # older turns beyond this are left out of the prompts (the thread keeps them)
@@ -155,26 +148,16 @@ def retrieve(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
     return {"documents": runtime.context.retriever.invoke(state["search_query"])}
 
 
-def chat_messages(
-    question: str, documents: list[Document], earlier: list[BaseMessage], recalled: Sequence[Memory] = ()
-) -> list[BaseMessage]:
-    """Rules, the user's recalled facts and the fenced passages in the system message, then the trimmed history,
-    then the question alone."""
-    system = SYSTEM_PROMPT.format(refusal=refusal_for(question))
-    context = f"{system}\n\n{told_by_the_user(recalled)}Context:\n{format_context(documents)}\n\n{PASSAGE_REMINDER}"
-    return [SystemMessage(context), *earlier, HumanMessage(question)]
-
-
 def chat_answer_messages(
     question: str, documents: list[Document], earlier: list[BaseMessage], llm: BaseChatModel,
     recalled: Sequence[Memory] = (),
 ) -> list[BaseMessage]:
-    """`chat_messages` with the question and the passages fitted to what the model's window leaves after the
-    history and the recalled facts (rag_lib.prompts.fit_prompt)."""
-    question, documents = fit_prompt(
-        llm, lambda q, docs: chat_messages(q, docs, earlier, recalled), question, documents
-    )
-    return chat_messages(question, documents, earlier, recalled)
+    """The answer prompt with the user's recalled facts, then the trimmed history, then the question
+    (rag_lib.graphs.rag.answer_prompt), the question and the passages fitted to what the model's window leaves after
+    the history and the recalled facts (rag_lib.prompts.fit_prompt)."""
+    told = told_by_the_user(recalled)
+    question, documents = fit_prompt(llm, lambda q, docs: answer_prompt(q, docs, earlier, told), question, documents)
+    return answer_prompt(question, documents, earlier, told)
 
 
 def generate(state: ChatState, runtime: Runtime[ChatContext]) -> dict:

@@ -43,19 +43,18 @@ from langgraph.runtime import Runtime
 from langgraph.types import CachePolicy, Command, Overwrite, interrupt
 from pydantic import BaseModel, Field
 
+from rag_lib.embeddings import E5_MIN_SIMILARITY, default_min_similarity
 from rag_lib.graphs.rag import (
     answer_messages,
     check_mode,
     checked_answer,
-    cited_span,
-    cleaned_span,
-    extract,
+    extractive_answer,
     fresh_run,
     refusal_for,
 )
 from rag_lib.matching import occurs_in
-from rag_lib.models import E5_MIN_SIMILARITY, StructuredOutputError, default_min_similarity, structured_output
-from rag_lib.prompts import PASSAGE_RULE, cap_question, fit_prompt, passage_block
+from rag_lib.prompts import GRADER_REQUEST, GRADER_SYSTEM, REWRITE_SYSTEM, cap_question, fit_prompt, passage_block
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language, split_sentences, tokenize
 from rag_lib.websearch import WEB_RETRY, WEB_TIMEOUT, WebSearch, failure_reason, search_pages
 
@@ -64,11 +63,6 @@ from rag_lib.websearch import WEB_RETRY, WEB_TIMEOUT, WebSearch, failure_reason,
 # E5_MIN_SIMILARITY and this, the LLM grader decides.
 E5_CONFIDENT_SIMILARITY = 0.90
 
-GRADER_SYSTEM = (
-    "You copy answers from passages. If the passage does not contain the answer, return an empty answer.\n"
-    + PASSAGE_RULE
-)
-REWRITE_SYSTEM = "You turn questions into web search queries. Copy the key terms from the question; do not answer it."
 WEB_FAILED = {
     "zh": "（网络搜索失败，以上回答只依据本地文档。）",
     "en": "(Web search failed: this answer uses the local documents only.)",
@@ -165,7 +159,7 @@ class CRAGContext:
 def grade_prompt(question: str, documents: list[Document]) -> list:
     """The grader's messages: the question, then the passage fenced as data."""
     passage = passage_block(1, documents[0].page_content) if documents else ""
-    return [SystemMessage(GRADER_SYSTEM), HumanMessage(f"Question: {question}\n\nPassage:\n{passage}")]
+    return [SystemMessage(GRADER_SYSTEM), HumanMessage(GRADER_REQUEST.format(question=question, passage=passage))]
 
 
 def grade_messages(question: str, passage: str, llm: BaseChatModel | None = None) -> list:
@@ -401,15 +395,13 @@ def generate(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
     sentence (flagged as a generated answer is) only when the budget has a call left for it."""
     llm = runtime.context.llm
     if runtime.context.mode != "generative":
-        clause = runtime.context.mode == "clause"
         copies = [g["copied"] for g in state.get("grades", []) if g["relevant"] and g["copied"]]
-        cited = next(filter(None, (cited_span(cleaned_span(c), state["knowledge"], clause) for c in copies)), None)
-        if cited:
-            return {"answer": cited + failure_note(state), "extracted": True}
-        fallback = remaining(state, runtime.context) >= 2
-        answer, extracted = extract(state["question"], state["knowledge"], llm, fallback, clause)
+        clause, calls_left = runtime.context.mode == "clause", remaining(state, runtime.context)
+        answer, extracted, calls = extractive_answer(state["question"], state["knowledge"], llm, copies, calls_left,
+                                                     clause)
+        if not calls:
+            return {"answer": answer + failure_note(state), "extracted": True}
         answer, flag = (answer, {}) if extracted else checked_answer(answer, state["knowledge"])
-        calls = 2 if fallback and not extracted else 1
         return {"answer": answer + failure_note(state), "extracted": extracted, "llm_calls": calls} | flag
     reply: AIMessage = llm.invoke(answer_messages(state["question"], state["knowledge"], llm))
     answer, flag = checked_answer(str(reply.content).strip(), state["knowledge"])

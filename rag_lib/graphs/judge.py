@@ -15,7 +15,7 @@ Bounds: `max_depth` levels of follow-ups and `max_llm_calls` model calls for the
 budget, keeps one call for its own answer, judges at most `budget - 1` chunks, and splits what is left among
 its children; each child reports the calls it made (`llm_calls`), so the total never exceeds the root budget.
 State changes only through returned updates and reducers. Parallel judge calls on the local model are safe:
-`rag_lib.models` serialises them with a lock.
+`rag_lib.llm` serialises them with a lock.
 
 The retriever, the model and the limits are not state: they travel in a `JudgeContext` given at each call
 (`graph.invoke(..., context=JudgeContext(retriever=r, llm=llm))`). So every node is a plain function of
@@ -49,24 +49,11 @@ from langgraph.types import Overwrite, Send
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
-from rag_lib.graphs.rag import answer_messages, check_mode, cited_span, cleaned_span, extract, fresh_run, refusal_for
+from rag_lib.graphs.rag import answer_messages, check_mode, extractive_answer, fresh_run, refusal_for
 from rag_lib.matching import grounded
-from rag_lib.models import StructuredOutputError, structured_output
-from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
+from rag_lib.prompts import JUDGE_PROMPT, JUDGE_REQUEST, fit_prompt, passage_block
+from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import tokenize
-
-JUDGE_PROMPT = (
-    "You grade one passage for a question.\n"
-    "2 = the passage states the answer: copy the answer, in a few words, into answer.\n"
-    "1 = the passage is on the topic but the answer is not in it: write follow_up, a short question for the "
-    "missing fact, naming what the passage is about.\n"
-    "0 = the passage is about something else.\n"
-    'Examples with the passage "Lucene ranks documents with BM25 by default.":\n'
-    'question "What does Lucene rank with by default?" -> score 2, answer "BM25"\n'
-    'question "Who wrote the paper behind the default ranking of Lucene?" -> score 1, '
-    'follow_up "Who wrote the BM25 paper?"\n'
-    + PASSAGE_RULE
-)
 
 
 class Judgment(BaseModel):
@@ -174,7 +161,7 @@ def judge_messages(question: str, passage: str, source: str) -> list:
 
     def prompt(question: str, documents: list[Document]) -> list:
         block = passage_block(1, documents[0].page_content, Path(source).name) if documents else ""
-        return [SystemMessage(JUDGE_PROMPT), HumanMessage(f"Question: {question}\nPassage:\n{block}")]
+        return [SystemMessage(JUDGE_PROMPT), HumanMessage(JUDGE_REQUEST.format(question=question, passage=block))]
 
     return prompt(*fit_prompt(None, prompt, question, [Document(page_content=passage)]))
 
@@ -344,29 +331,18 @@ def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
     return {"sub_answers": [sub], "llm_calls": sub["llm_calls"]}
 
 
-def copied_answer(records: list[dict], documents: list[Document], clause: bool = False) -> str | None:
-    """The answer a judge copied from a chunk it scored 2, cited (with `clause`, widened to its clause), when the
-    copy occurs in a passage as written: extractive mode answers with it and no further call."""
-    for record in records:
-        cited = cited_span(cleaned_span(record["answer"]), documents, clause) if record["score"] == 2 else None
-        if cited:
-            return cited
-    return None
-
-
 def generate(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
-    """The answer from `answer_documents`. Extractive mode: a score-2 chunk's checked copy (no call), else a checked
-    copy by `extract`, whose fallback sentence is written only when the budget has a second call left."""
+    """The answer from `answer_documents`. Extractive mode (rag_lib.graphs.rag.extractive_answer): the answer a judge
+    copied from a chunk it scored 2, cited, when a passage holds it as written (no call), else a checked copy by
+    `extract`, whose fallback sentence is written only when the budget has a second call left."""
     llm, mode = runtime.context.llm, runtime.context.mode
     extractive, clause = mode != "generative", mode == "clause"
     documents = answer_documents(state, folded=not extractive)
     if extractive:
-        cited = copied_answer(kept_records(state), documents, clause)
-        if cited:
-            return {"answer": cited, "llm_calls": 0}
-        fallback = state["budget"] - state.get("llm_calls", 0) >= 2
-        answer, extracted = extract(state["question"], documents, llm, fallback, clause)
-        return {"answer": answer, "llm_calls": 2 if fallback and not extracted else 1}
+        copies = [record["answer"] for record in kept_records(state) if record["score"] == 2]
+        calls_left = state["budget"] - state.get("llm_calls", 0)
+        answer, _, calls = extractive_answer(state["question"], documents, llm, copies, calls_left, clause)
+        return {"answer": answer, "llm_calls": calls}
     writer = llm.bind(max_tokens=runtime.context.answer_tokens)
     reply = writer.invoke(answer_messages(state["question"], documents, llm))
     return {"answer": str(reply.content).strip(), "llm_calls": 1}

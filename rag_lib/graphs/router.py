@@ -44,14 +44,15 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Overwrite
 from pymilvus import MilvusClient
 
+from rag_lib.embeddings import default_min_similarity
 from rag_lib.grading import AnswerGrade, grade_answer
 from rag_lib.graphs.chat import HISTORY_TOKENS, chat_answer_messages, history, standalone_query
 from rag_lib.graphs.rag import checked_answer, fresh_run, refusal_for
 from rag_lib.intent import HELP, Action, Options, chosen_options, decide_route
 from rag_lib.memory import Memory, recall_and_remember
-from rag_lib.models import StructuredOutputError, default_min_similarity
 from rag_lib.store import DEFAULT_COLLECTION
 from rag_lib.strategies import retrieval_scores, search, source_filter
+from rag_lib.structured import StructuredOutputError
 from rag_lib.text import check_query, detect_language
 from rag_lib.uploads import Saved, file_digest, indexed_documents, save_document, save_upload
 
