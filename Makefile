@@ -3,17 +3,16 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-# llama.cpp build: `portable` (AVX2) on x86-64, llama.cpp's own native default on any other machine (arm64/aarch64:
-# untested here). `make setup LLAMA_BUILD=avx512` (or `make llama-avx512`) takes the AVX-512 build where
-# /proc/cpuinfo has every flag below: prompts are read faster (`python -m benchmarks builds` measures it), but
-# notebook 05's model-rewritten queries still retrieve differently with it, so it is not yet the default.
+# llama.cpp build, chosen by CPU: `avx512` where /proc/cpuinfo has every flag below (prompts are read faster:
+# `python -m benchmarks builds` measures it), `portable` (AVX2) on any other x86-64, llama.cpp's own native default on
+# other machines (arm64/aarch64: untested here). `make setup LLAMA_BUILD=portable` (or `make llama-portable`) overrides.
 LLAMA_VERSION := 0.3.36
 ARCH          ?= $(shell uname -m)
 CPUINFO       ?= /proc/cpuinfo
 AVX512_FLAGS  := avx512f avx512bw avx512vl avx512_vnni avx512_bf16 avx512vbmi
 HAS_AVX512    := $(shell for f in $(AVX512_FLAGS); do grep -qw $$f $(CPUINFO) 2>/dev/null || exit 0; done; echo yes)
 ifeq ($(ARCH),x86_64)
-LLAMA_BUILD ?= portable
+LLAMA_BUILD ?= $(if $(HAS_AVX512),avx512,portable)
 else
 LLAMA_BUILD ?= native
 endif

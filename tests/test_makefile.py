@@ -1,5 +1,5 @@
-"""`make setup` picks the llama.cpp build: portable AVX2 on x86-64 (AVX-512 when asked for), llama.cpp's native default
-elsewhere."""
+"""`make setup` picks the llama.cpp build by CPU: AVX-512 where the CPU has its flags, portable AVX2 on other x86-64,
+llama.cpp's native default elsewhere; the portable build when asked for."""
 
 import os
 import subprocess
@@ -24,17 +24,22 @@ def llama_info(tmp_path: Path, flags: str, arch: str = "x86_64", *extra: str) ->
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
 
-def test_an_avx512_build_is_compiled_with_its_flags_when_asked_for(tmp_path: Path) -> None:
-    info = llama_info(tmp_path, AVX512_FLAGS, "x86_64", "LLAMA_BUILD=avx512")
+def test_an_avx512_cpu_gets_the_avx512_build(tmp_path: Path) -> None:
+    info = llama_info(tmp_path, AVX512_FLAGS)
     assert info["LLAMA_BUILD"] == "avx512"
     assert "-DGGML_AVX512=ON" in info["CMAKE_ARGS"] and "-DGGML_NATIVE=OFF" in info["CMAKE_ARGS"]
 
 
-@pytest.mark.parametrize("flags", [AVX512_FLAGS, ""], ids=["avx512-cpu", "avx2-cpu"])
-def test_x86_gets_the_portable_build_by_default(tmp_path: Path, flags: str) -> None:
-    info = llama_info(tmp_path, flags)
+@pytest.mark.parametrize("missing", ["avx512_bf16", "avx512vbmi"])
+def test_a_cpu_without_every_avx512_flag_gets_the_portable_build(tmp_path: Path, missing: str) -> None:
+    info = llama_info(tmp_path, AVX512_FLAGS.replace(missing, ""))
     assert info["LLAMA_BUILD"] == "portable"
     assert "-DGGML_AVX2=ON" in info["CMAKE_ARGS"] and "AVX512" not in info["CMAKE_ARGS"]
+
+
+def test_the_portable_build_when_asked_for_on_an_avx512_cpu(tmp_path: Path) -> None:
+    info = llama_info(tmp_path, AVX512_FLAGS, "x86_64", "LLAMA_BUILD=portable")
+    assert info["LLAMA_BUILD"] == "portable" and "AVX512" not in info["CMAKE_ARGS"]
 
 
 @pytest.mark.parametrize("arch", ["aarch64", "arm64"])
