@@ -168,8 +168,11 @@ def test_every_course_graph_draws(build):
 
 def test_the_agent_loops_are_drawn_as_back_edges():
     drawing = fake_agent().get_graph()
-    assert back_edges(drawing) == {("model", "model"), ("tools", "model")}
+    # every turn of the loop passes the model call limit (ModelCallLimitMiddleware) before the model
+    limit = "ModelCallLimitMiddleware.before_model"
+    assert back_edges(drawing) == {("ModelCallLimitMiddleware.after_model", limit), ("tools", limit)}
     rows, _ = layers(drawing, back_edges(drawing))
     # the first step of a run (FreshQuestion) clears what the thread's last question searched, then the loop
-    assert rows[:3] == [[START], ["FreshQuestion.before_agent"], ["model"]] and "tools" in rows[3]
+    assert rows[:3] == [[START], ["FreshQuestion.before_agent"], [limit]] and rows[3][0] == "model"
+    assert "tools" in rows[5]
     assert rows[-1] == [END]
