@@ -5,9 +5,10 @@ The server is llama-cpp-python's own (`python -m llama_cpp.server` on the course
 RAG_LLM_API_KEY. It accepts tool calls and JSON mode but refuses response_format json_schema, so the probe must pick
 function_calling, and forcing json_schema must fail with a clear error. The demo's plain RAG streams; Corrective RAG
 grades and rewrites; the agent takes constrained steps (a tool call or an answer); the router routes a save and a
-question and the app grades its answer; the judge scores: each structured graph once per method the server supports
-(RAG_LLM_STRUCTURED). A callback records every structured call, so a test fails when a reply did not parse, even
-though the graphs themselves fall back quietly.
+question and the app grades its answer; the judge scores. Each structured graph runs once, the two methods the
+server supports (RAG_LLM_STRUCTURED) taking turns over the four graphs, so each method parses two graphs' replies and
+the prompts are read once per graph. A callback records every structured call, so a test fails when a reply did not
+parse, even though the graphs themselves fall back quietly.
 Kept small (CPU prompt processing is the cost): a few short questions over three data/docs files in Milvus Lite.
 """
 
@@ -142,6 +143,7 @@ def test_the_demos_plain_rag_streams_in_pieces_and_cites(server_llm, docs_client
     assert Path(final["documents"][0].metadata["source"]).name == "milvus_hybrid_search_rankers.md"  # the cited source
 
 
+@pytest.mark.parametrize("method", ["json_mode"], indirect=True)
 def test_corrective_rag_grades_and_rewrites(method, server_llm, docs_client, embeddings):
     calls = StructuredCalls()
     web = OfflineWebSearch.from_directory(PROJECT_ROOT / "data" / "web")
@@ -153,6 +155,7 @@ def test_corrective_rag_grades_and_rewrites(method, server_llm, docs_client, emb
     assert final["answer"] and not final.get("web_error")
 
 
+@pytest.mark.parametrize("method", ["function_calling"], indirect=True)
 def test_the_router_routes_a_save_and_a_question_and_grades_the_answer(method, server_llm, milvus, embeddings,
                                                                       tmp_path):
     calls = StructuredCalls()
@@ -174,6 +177,7 @@ def test_the_router_routes_a_save_and_a_question_and_grades_the_answer(method, s
     assert calls.results == [("Route", "ok"), ("Route", "ok"), ("AnswerGrade", "ok")]
 
 
+@pytest.mark.parametrize("method", ["json_mode"], indirect=True)
 def test_the_judge_scores_a_chunk(method, server_llm, docs_client, embeddings):
     calls = StructuredCalls()
     context = JudgeContext(retriever=retriever(docs_client, embeddings, 1), llm=server_llm, max_depth=0,
@@ -185,6 +189,7 @@ def test_the_judge_scores_a_chunk(method, server_llm, docs_client, embeddings):
     assert record["llm_score"] in (0, 1, 2) and final["llm_calls"] == 2 and final["answer"]
 
 
+@pytest.mark.parametrize("method", ["function_calling"], indirect=True)
 def test_the_agent_searches_with_constrained_steps_through_the_server(method, server_llm, docs_client, embeddings):
     calls = StructuredCalls()
     web = OfflineWebSearch.from_directory(PROJECT_ROOT / "data" / "web")
