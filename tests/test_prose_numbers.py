@@ -620,7 +620,6 @@ CLAIMS: list[Claim] = [
         / min(r["nlist"] for r in bench_rows("index", "cmrc", "settings") if r["nlist"])), tol=1),
     Claim(N03, r"At ([\d,]+) vectors", bench(HUNDRED_K, "synthetic", "vectors")),
     Claim(N03, r"sweep on ([\d,]+) random vectors", bench(HUNDRED_K, "synthetic", "vectors")),
-    Claim(N03, r"--synthetic-n (\d+)", bench(HUNDRED_K, "synthetic", "vectors")),
     Claim(N03, r"side by side at ([\d,]+) and", bench("index", "synthetic", "vectors")),
     Claim(N03, r"side by side at [\d,]+ and ([\d,]+)", bench(HUNDRED_K, "synthetic", "vectors")),
     Claim(N03, r"Reading the ([\d,]+)-vector run", bench(HUNDRED_K, "synthetic", "vectors")),
