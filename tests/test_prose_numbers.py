@@ -1040,12 +1040,12 @@ CLAIMS: list[Claim] = [
     *interval_claims(N04, r"the interval includes zero \(", lambda key, *end: dev_fused_04(WEIGHTED, key, *end),
                      "fused - this, R@1"),
     # the exercises' solutions
-    Claim(N04, r"2nd in both lists: `2 / 62` = ([\d.]+)", output(N04, 27, r"by hand ([\d.]+)")),
-    Claim(N04, r"on all (\d+) questions \(MRR", output(N04, 29, r"(\d+) questions \|")),
-    Claim(N04, r"\(MRR ([\d.]+)\)", output(N04, 29, r"'min-max': ([\d.]+)")),
-    Claim(N04, r"on one question \(([\d.]+) = ", output(N04, 29, r"'sparse': ([\d.]+)")),
-    Claim(N04, r"on one question \(([\d.]+) = ", output(N04, 29, r"'RRF': ([\d.]+)")),
-    Claim(N04, r"= [\d.]+ / (\d+)\)", output(N04, 29, r"(\d+) questions \|")),
+    Claim(N04, r"2nd in both lists: `2 / 62` = ([\d.]+)", output(N04, 28, r"by hand ([\d.]+)")),
+    Claim(N04, r"on all (\d+) questions \(MRR", output(N04, 31, r"(\d+) questions \|")),
+    Claim(N04, r"\(MRR ([\d.]+)\)", output(N04, 31, r"'min-max': ([\d.]+)")),
+    Claim(N04, r"on one question \(([\d.]+) = ", output(N04, 31, r"'sparse': ([\d.]+)")),
+    Claim(N04, r"on one question \(([\d.]+) = ", output(N04, 31, r"'RRF': ([\d.]+)")),
+    Claim(N04, r"= [\d.]+ / (\d+)\)", output(N04, 31, r"(\d+) questions \|")),
     # ---- 05 query transformation
     Claim(N05, r"about (\d+) minutes in the committed\s+run", minutes(N05), rel=0.5),
     Claim(N05, r"measurement on (\d+) questions is read", set_size_05(CROSS_05)),
