@@ -851,6 +851,14 @@ CLAIMS: list[Claim] = [
           answers_pair("split", CRAG_PAIR, "evidence diff ci", 0, home="local")),
     Claim(N09, r"evidence loss is back \(-[.\d]+ \[-[.\d]+, (-[.\d]+)\]",
           answers_pair("split", CRAG_PAIR, "evidence diff ci", 1, home="local")),
+    Claim(N08, r"A budget of 60 tokens let (\d) of", output(N08, 16, r"history_tokens= 60: (\d+) of")),
+    Claim(N08, r"of Alice's (\d) earlier", output(N08, 16, r"history_tokens= 60: \d+ of (\d+)")),
+    # ---- 10 agentic RAG
+    Claim(N10, r"in-process \((\+[.\d]+) \[", output(N10, 28, r"local\s+CRAG minus agent[^:]*: (\+[.\d]+)")),
+    Claim(N10, r"in-process \(\+[.\d]+ \[(\+[.\d]+),",
+          output(N10, 28, r"local\s+CRAG minus agent[^:]*: \+[.\d]+ \[(\+[.\d]+),")),
+    Claim(N10, r"in-process \(\+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]",
+          output(N10, 28, r"local\s+CRAG minus agent[^:]*: \+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]")),
     # ---- 13 the app
     Claim(N13, r"about (\d+) s of cells in the committed run", cell_seconds(N13), rel=0.5),
     *(Claim(name, r"about (\d+) s of cells in the committed run", cell_seconds(name), rel=0.5)
