@@ -19,7 +19,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -707,8 +707,7 @@ CLAIMS: list[Claim] = [
     Claim(N07, r"about (\d+) s of cells in the committed run", cell_seconds(N07), rel=0.5),
     # ---- 11 evaluation: header, setup and references
     Claim(N12, r"about (\d+) s of cells in the\s+committed run", cell_seconds(N12), rel=0.5),
-    Claim(N12, r"embeds the (\d+) CMRC\s+chunks", bench("retrieval", "setup", "chunks")),
-    Claim(N12, r"all ([\d,]+)", bench("retrieval", "setup", "questions")),
+        Claim(N12, r"all ([\d,]+)", bench("retrieval", "setup", "questions")),
     Claim(N12, r"the full ([\d,]+)", bench("retrieval", "setup", "questions")),
     Claim(N12, r"indexes the (\d+) trial contexts", bench("retrieval", "setup", "contexts")),
     Claim(N12, r"(\d+) chunks are fetched", bench("retrieval", "setup", "candidates")),
@@ -746,13 +745,18 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"pipelines on (\d+) questions", output(N12, 13, r"(\d+) questions in the slice")),
     Claim(N12, r"one question is ([\d.]+) of recall", derived(
         f"{N12} cell 13 output, 1 / questions", lambda: 1 / output(N12, 13, r"(\d+) questions in the slice").get())),
-    Claim(N12, r"\(RRF ([.\d]+) recall@1 here\)", output(N12, SLICE_TABLE, r"hybrid RRF\(60\)\s+([\d.]+)")),
-    Claim(N12, r"on these (\d+), in-process", output(N12, 13, r"(\d+) questions in the slice")),
     Claim(N12, r"(\d+) questions are a coarse ruler", output(N12, 13, r"(\d+) questions in the slice")),
-    Claim(N12, r"\(MRR@5 ([.\d]+) vs [.\d]+\)",
-          output(N12, SLICE_TABLE, r"peer: rank_bm25 \(jieba\), numpy\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
-    Claim(N12, r"\(MRR@5 [.\d]+ vs ([.\d]+)\)",
-          output(N12, SLICE_TABLE, r"min-max\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
+    Claim(N12, r"share the top MRR@5 \(([.\d]+)\)",
+          output(N12, SLICE_TABLE, r"hybrid RRF\(60\)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
+    Claim(N12, r"BM25\s+follows \(([.\d]+)\)",
+          output(N12, SLICE_TABLE, r"Milvus BM25 \(jieba \+ stop filter\)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
+    Claim(N12, r"dense search comes last \(([.\d]+)\)",
+          output(N12, SLICE_TABLE, r"Milvus dense HNSW\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
+    *[Claim(N12, pattern, derived(f"{N12} cell {SLICE_TABLE} output, {reduce.__name__} of the slice's R@1", partial(
+        lambda reduce: reduce(float(v) for v in re.findall(r"(?m)^(?:peer|Milvus|hybrid)[^\n]*?\s{2,}(0\.\d{3})\s",
+                                                          output_text(N12, SLICE_TABLE))), reduce)))
+      for pattern, reduce in ((r"\(([.\d]+) to [.\d]+\), so the slice", min),
+                              (r"\([.\d]+ to ([.\d]+)\), so the slice", max))],
     # ---- 11: the answer benchmark
     Claim(N11, r"extractive, (\d+) calls,\s+depth", bench("answers", "cmrc", "setup", "judge max_llm_calls")),
     Claim(N11, r"calls,\s+depth (\d+), k=", bench("answers", "cmrc", "setup", "judge max_depth")),
@@ -1215,8 +1219,8 @@ def test_an_edited_notebook_file_fails(tmp_path: Path) -> None:
     copy = tmp_path / f"{N12}.ipynb"
     shutil.copy(NOTEBOOKS / f"{N12}.ipynb", copy)
     nb = json.loads(copy.read_text(encoding="utf-8"))
-    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and "recall@1 here" in "".join(c["source"]))
-    cell["source"] = [line.replace("(RRF .983 recall@1 here)", "(RRF .938 recall@1 here)") for line in cell["source"]]
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown" and "top MRR@5" in "".join(c["source"]))
+    cell["source"] = [line.replace("top MRR@5 (.983)", "top MRR@5 (.938)") for line in cell["source"]]
     copy.write_text(json.dumps(nb, ensure_ascii=False), encoding="utf-8")
     edited = markdown(json.loads(copy.read_text(encoding="utf-8")))
     problems = [p for claim in CLAIMS if claim.notebook == N12 for p in check(claim, edited)]
