@@ -337,6 +337,7 @@ def held_out_00(cutoff: str, column: int) -> Value:
 
 
 SLICE_TABLE = 15  # notebook 12: the slice's quality table
+MEASURED_11 = 27  # notebook 11: the judged chunks against their hand-read scores
 
 N02, N04, N05 = "02_hybrid_indexing", "04_retriever_design", "05_advanced_retrieval"
 
@@ -761,12 +762,25 @@ CLAIMS: list[Claim] = [
     Claim(N11, r"extractive, (\d+) calls,\s+depth", bench("answers", "cmrc", "setup", "judge max_llm_calls")),
     Claim(N11, r"calls,\s+depth (\d+), k=", bench("answers", "cmrc", "setup", "judge max_depth")),
     # ---- 11: the judge's budget, its hand-checked pairs and the multi-hop benchmark (bench_results/multihop.json)
-    Claim(N11, r"that is (\d+) calls", output(N11, 11, r"(?m)^k=2\s+\d+\s+\d+\s+(\d+)")),
-    Claim(N11, r"\(section 2's\s+worst-case table: (\d+) calls", output(N11, 11, r"(?m)^k=2\s+\d+\s+\d+\s+(\d+)")),
-    Claim(N11, r"right on (\d+) of \d+ pairs", output(N11, 30, r"model right: (\d+) of")),
-    Claim(N11, r"right on \d+ of (\d+) pairs", output(N11, 30, r"model right: \d+ of (\d+)")),
-    Claim(N11, r"pairs, (\d+) of \d+ after", output(N11, 30, r"grounding check: (\d+) of")),
-    Claim(N11, r"pairs, \d+ of (\d+) after", output(N11, 30, r"grounding check: \d+ of (\d+)")),
+    Claim(N11, r"that is (\d+) calls", output(N11, 11, r"(?m)^k=3\s+\d+\s+\d+\s+(\d+)")),
+    Claim(N11, r"\(section 2's\s+worst-case table: (\d+) calls", output(N11, 11, r"(?m)^k=3\s+\d+\s+\d+\s+(\d+)")),
+    Claim(N11, r"needs one or two \(([\d.]+) s per", bench("multihop", "summary",
+                                                          {"questions": "all", "pipeline": "rag_extractive"}, "s p50")),
+    *[Claim(N11, pattern, output(N11, MEASURED_11, source))
+      for pattern, source in ((r"right for \*\*(\d+) of the \d+\*\* chunks", r"model's score right on (\d+)"),
+                              (r"right for \*\*\d+ of the (\d+)\*\* chunks", r"judged by the model: (\d+) chunks"),
+                              (r"are right for (\d+) of \d+;", r"grounding check\) on (\d+) of"),
+                              (r"are right for \d+ of (\d+);", r"grounding check\) on \d+ of (\d+)"),
+                              (r"cutoff scored (\d+) chunks 0", r"scored 0 by the cutoff: (\d+) chunks"),
+                              (r"chunks 0 and was right on (\d+)", r"by the cutoff: \d+ chunks; right on (\d+)"),
+                              (r"its own score is right on (\d+) of the \d+", r"model's score right on (\d+)"),
+                              (r"its own score is right on \d+ of the (\d+)", r"judged by the model: (\d+) chunks"),
+                              (r"the graph's on (\d+) of \d+ after", r"grounding check\) on (\d+) of"),
+                              (r"the graph's on \d+ of (\d+) after", r"grounding check\) on \d+ of (\d+)"),
+                              (r"cutoff's 0 was right on (\d+) of \d+", r"by the cutoff: \d+ chunks; right on (\d+)"),
+                              (r"cutoff's 0 was right on \d+ of (\d+)", r"scored 0 by the cutoff: (\d+) chunks"))],
+    *[Claim(N11, pattern, output(N11, 18, r"chunk 1 \([^,]+, similarity ([\d.]+)\)"))
+      for pattern in (r"scores ([\d.]+) against\s+the question", r"RRF formula \(([\d.]+)\)")],
     *[Claim(N11, pattern, bench("multihop", "setup", "questions"))
       for pattern in (r"worth on (\d+)\s+two-hop", r"On (\d+) two-hop questions\*\*", r"On these (\d+) questions, with",
                       r"Measured on (\d+) two-hop")],
