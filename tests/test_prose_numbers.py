@@ -315,6 +315,9 @@ N00, N01, N03, N06, N07, N12, N13 = ("00_quickstart", "01_milvus_setup", "03_hns
                                      "13_app_router_ui")
 N08, N09, N10, N11 = "08_memory_context_hitl", "09_crag_web_search", "10_agentic_rag", "11_rag_with_judge"
 HUNDRED_K = "index_100k"
+# Single-query wall clock of the HNSW setting the crossing table picks at 100,000 vectors (cheapest CPU, ef = 128).
+LITE_HNSW_SINGLE_100K = bench("crossing", "rows", {"engine": "Milvus Lite", "vectors": 100_000, "index": "HNSW",
+                                                  "ef": 128}, "p50_single_ms")
 OFF_TOPIC_00 = output(N00, 18, r"off-topic:\s+(\d+)")
 QUESTIONS_00 = derived(f"{N00} cell 18 output, answerable + off-topic",
                        lambda: output(N00, 18, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
@@ -681,7 +684,7 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"at 100,000 vectors FLAT\s+takes ([\d.]+) ms", crossing_cost("cpu_ms_per_query", 100_000, "FLAT")),
     Claim(N03, r"ms of CPU per query against ([\d.]+) ms \(one", crossing_cost("cpu_ms_per_query", 100_000, "HNSW")),
     Claim(N03, r"one query per call: (\d+) ms against", crossing_cost("p50_single_ms", 100_000, "FLAT")),
-    Claim(N03, r"ms against (\d+) ms of wall clock\), and", crossing_cost("p50_single_ms", 100_000, "HNSW")),
+    Claim(N03, r"ms against (\d+) ms of wall clock\), and", LITE_HNSW_SINGLE_100K),
     Claim(N03, r"200,000 ([\d.]+) ms against", crossing_cost("cpu_ms_per_query", 200_000, "FLAT")),
     Claim(N03, r"200,000 [\d.]+ ms against ([\d.]+) ms", crossing_cost("cpu_ms_per_query", 200_000, "HNSW")),
     Claim(N03, r"faiss' HNSW is (\d+) times cheaper", derived(
@@ -696,7 +699,7 @@ CLAIMS: list[Claim] = [
           bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000}, "cpu_ms_per_query")),
     Claim(N03, r"and (\d+) ms one query at a time", bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000},
                                                           "p50_single_ms")),
-    Claim(N03, r"against Lite's (\d+) ms", crossing_cost("p50_single_ms", 100_000, "HNSW")),
+    Claim(N03, r"against Lite's (\d+) ms", LITE_HNSW_SINGLE_100K),
     # ---- 06 streaming
     Claim(N06, r"about (\d+) s of cells in the committed run", cell_seconds(N06), rel=0.5),
     Claim(N06, r"about ([\d.]+) minutes? on a 2-core", minutes(N06), rel=0.5),
