@@ -705,6 +705,9 @@ CLAIMS: list[Claim] = [
     Claim(N06, r"about ([\d.]+) minutes? on a 2-core", minutes(N06), rel=0.5),
     Claim(N06, r"writes ([\d.]+) tokens per second", bench("quickstart", "questions", 0, "tokens_per_s")),
     Claim(N06, r"\(([\d.]+) per second in", bench("quickstart", "questions", 0, "tokens_per_s")),
+    Claim(N06, r"the same answer shows (\d+) chunks here", output(N06, 30, r"generate\s+(\d+) chunks:")),
+    Claim(N06, r"chunks here against (\d+) in sections", output(N06, 10, r"(\d+) chunks:")),
+    Claim(N06, r"chunks here against (\d+) in sections", output(N06, 20, r"tags=\['answer'\]: (\d+) chunks:")),
     # ---- 07 subgraphs and Send
     Claim(N07, r"about (\d+) s of cells in the committed run", cell_seconds(N07), rel=0.5),
     # ---- 11 evaluation: header, setup and references
