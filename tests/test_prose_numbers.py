@@ -1108,6 +1108,7 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"vs\s+([\d.]+) s per question\)", advanced_05(UNION_05, CROSS_05, "seconds")),
     *diff_claims_05(r"worse than no transform \(", HYDE_Q_05, CROSS_05),
     *diff_claims_05(r"it gains\s+", HYDE_O_05, CROSS_05),
+    *diff_claims_05(r"its MRR@10 gain,\s+", HYDE_O_05, CROSS_05, "MRR@10"),
     Claim(N05, r"about ([\d.]+) wide on each side", half_width_05(TRANSLATION_05, CROSS_05), tol=0.05),
     Claim(N05, r"wide on each side on (\d+) questions", set_size_05(CROSS_05)),
     # ---- 05, section 8: LangChain's components on CMRC (bench_results/components.json)
