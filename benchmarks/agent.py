@@ -30,7 +30,7 @@ from benchmarks.answers import TokenCounter, clear_prompt_cache, token_counter_f
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
 from rag_lib.demo import DOCS
 from rag_lib.embeddings import get_embeddings
-from rag_lib.evaluation import wilson
+from rag_lib.experiments.evaluation import wilson
 from rag_lib.experiments.results import RESULTS_DIR, agent_tables
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
 from rag_lib.index import index_directory

@@ -28,7 +28,8 @@ results):
 - grader (--parts grader): on data/ (sample + web questions), passages labelled answer-bearing (the best
   retrieved local chunk that contains the gold answer) or off-topic (the top local chunks of questions the docs
   cannot answer), graded by a naive "is it relevant?" yes/no prompt and by CRAG's copy-and-verify grader.
-The CMRC file is --cmrc, else the one `rag_lib.cmrc.cmrc_path` finds (the trial split shipped in the project under
+The CMRC file is --cmrc, else the one `rag_lib.experiments.cmrc.cmrc_path` finds (the trial split shipped in the
+project under
 its own licence, CC BY-SA 4.0).
 """
 
@@ -64,9 +65,9 @@ from pydantic import BaseModel, Field
 from tqdm import tqdm
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.embeddings import default_min_similarity, get_embeddings
-from rag_lib.evaluation import bootstrap_ci, exact_match, f1, paired_difference
+from rag_lib.experiments.cmrc import Dataset, cmrc_path, load_cmrc
+from rag_lib.experiments.evaluation import bootstrap_ci, exact_match, f1, paired_difference
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.gguf import ensure_qwen_gguf
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
@@ -797,7 +798,7 @@ def names(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks answers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cmrc", type=Path, default=None, help="CMRC 2018 JSON (default: rag_lib.cmrc.cmrc_path)")
+    parser.add_argument("--cmrc", type=Path, default=None, help="CMRC 2018 JSON (default: cmrc_path())")
     parser.add_argument("--n", type=int, default=DEFAULT_QUESTIONS, help="CMRC questions in the sample")
     parser.add_argument("--seed", type=int, default=0, help="the shuffle the sample is taken from")
     parser.add_argument("--parts", nargs="+", choices=["grader", "cmrc"], default=["cmrc"])

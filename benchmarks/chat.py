@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from benchmarks import write_results
 from rag_lib.demo import DOCS
 from rag_lib.embeddings import default_min_similarity, get_embeddings
-from rag_lib.evaluation import wilson
+from rag_lib.experiments.evaluation import wilson
 from rag_lib.experiments.results import format_table
 from rag_lib.graphs.chat import ChatContext, build_chat_graph
 from rag_lib.index import index_directory
