@@ -47,16 +47,14 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
-from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import LLMResult
+from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
@@ -69,7 +67,7 @@ from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.experiments.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.experiments.evaluation import bootstrap_ci, exact_match, f1, paired_difference
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
-from rag_lib.gguf import ensure_qwen_gguf
+from rag_lib.experiments.tokens import TokenCounter, token_counter_for
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
 from rag_lib.graphs.judge import JudgeContext, answer_documents, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
@@ -117,51 +115,6 @@ class NaiveRelevance(BaseModel):
     """Grade whether a passage is relevant to a question."""
 
     relevant: bool = Field(description="true if the passage is relevant to the question")
-
-
-class TokenCounter(BaseCallbackHandler):
-    """Counts chat-model calls and the tokens they read and wrote (messages + tool schemas, template tokens
-    excluded): a cost measure that does not depend on how busy the machine is. The local model streams, so it
-    reports no usage itself; `count_tokens` is its tokenizer (see `token_counter_for`).
-    Pass it as config={"callbacks": [counter]}. Thread-safe: the judge graph's parallel tasks share it."""
-
-    def __init__(self, count_tokens: Callable[[str], int]) -> None:
-        self.count_tokens = count_tokens
-        self.calls = self.prompt_tokens = self.completion_tokens = 0
-        self._lock = threading.Lock()
-
-    def on_chat_model_start(self, serialized: dict, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
-        tools = (kwargs.get("invocation_params") or {}).get("tools") or []
-        text = "\n".join(str(m.content) for batch in messages for m in batch)
-        text += json.dumps(tools, ensure_ascii=False) if tools else ""
-        tokens = self.count_tokens(text)
-        with self._lock:
-            self.calls += 1
-            self.prompt_tokens += tokens
-
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
-        for generation in (g for batch in response.generations for g in batch):
-            calls = getattr(getattr(generation, "message", None), "tool_calls", None) or []
-            text = generation.text + "".join(json.dumps(c["args"], ensure_ascii=False) for c in calls)
-            tokens = self.count_tokens(text)
-            with self._lock:
-                self.completion_tokens += tokens
-
-
-def token_counter_for(llm: BaseChatModel) -> Callable[[str], int]:
-    """The model's own tokenizer for the local GGUF; for an endpoint, the Qwen GGUF's vocabulary (exact for a
-    served Qwen, an estimate for other models: LangChain's get_num_tokens would download tiktoken's tables)."""
-    client = getattr(llm, "client", None)
-    client = client if hasattr(client, "tokenize") else qwen_vocabulary()
-    return lambda text: len(client.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
-
-
-@lru_cache(maxsize=1)
-def qwen_vocabulary() -> Any:
-    """The Qwen GGUF's tokenizer alone (llama.cpp vocab_only: no weights loaded)."""
-    from llama_cpp import Llama
-
-    return Llama(model_path=str(ensure_qwen_gguf()), vocab_only=True, verbose=False)
 
 
 def grader_items(retriever: Retriever) -> list[dict]:

@@ -14,7 +14,6 @@ differences (judge - rag) on the questions both answered. Results: bench_results
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -46,11 +45,12 @@ from benchmarks.answers import (
     rag_context,
     rescored,
     run_pipeline,
-    token_counter_for,
     where_seconds_go,
 )
 from rag_lib.embeddings import default_min_similarity, get_embeddings
+from rag_lib.experiments.questions import QUESTIONS, load_questions
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
+from rag_lib.experiments.tokens import token_counter_for
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
@@ -59,17 +59,11 @@ from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
 
 DATA = PROJECT_ROOT / "data"
-QUESTIONS = DATA / "multihop_questions.json"
 PIPELINES = ("rag_extractive", "judge_extractive", "rag", "judge")
 DEFAULT_PIPELINES = "rag_extractive,judge_extractive"
 PAIRS = (("judge_extractive", "rag_extractive"), ("judge", "rag"), ("judge_extractive", "judge"))
 CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_extractive_context,
               "judge": judge_context}
-
-
-def load_questions(path: Path = QUESTIONS) -> list[dict]:
-    """The multi-hop questions, each with its gold answer as a one-item list (the scorer's format)."""
-    return [q | {"golds": [q["answer"]]} for q in json.loads(path.read_text(encoding="utf-8"))]
 
 
 def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, Runnable]:

@@ -21,6 +21,7 @@ from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks import answers
+from rag_lib.experiments.tokens import token_counter_for
 from rag_lib.graphs.crag import PassageAnswer, SearchTerms
 from rag_lib.graphs.judge import Judgment
 
@@ -404,7 +405,7 @@ def test_the_local_models_own_timings_split_a_runs_seconds(offline_env):
 
     llm = get_chat_model()
     graph = RunnableLambda(lambda state: {"answer": llm.invoke(state["question"]).content})
-    result, _ = answers.run_pipeline(graph, "1+1=? Reply with the number only.", ["2"], answers.token_counter_for(llm),
+    result, _ = answers.run_pipeline(graph, "1+1=? Reply with the number only.", ["2"], token_counter_for(llm),
                                      lambda state: [], llm)
     assert result["s_prompt"] > 0 and result["s_generate"] > 0 and result["prompt_tokens_read"] > 0
     assert result["s_prompt"] + result["s_generate"] <= result["s"]
