@@ -44,7 +44,7 @@ from rag_lib.experiments.advanced import hyde_search, multi_query_search, small_
 from rag_lib.experiments.cmrc import Dataset, dataset_label
 from rag_lib.experiments.evaluation import paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.experiments.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
-from rag_lib.experiments.results import format_table
+from rag_lib.experiments.results import LLM_BASELINE, format_table
 from rag_lib.llm import get_chat_model
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
@@ -72,7 +72,6 @@ PAIRS = [
     ("multi-query (LLM)", "MultiQueryRetriever.from_llm(dense Retriever)", "multi_query_search(dense Retriever)"),
     ("HyDE (LLM)", "Retriever(embeddings=HypotheticalDocumentEmbedder)", "hyde_search"),
 ]
-LLM_BASELINE = "dense Retriever alone (no LLM)"
 
 
 def split_rows(data: Dataset, split: Split) -> list[dict]:
