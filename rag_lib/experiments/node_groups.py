@@ -101,7 +101,7 @@ def document_id(source: str) -> str:
     return chunk_id(source, "")
 
 
-def model_name() -> str:
+def configured_model() -> str:
     """The configured chat model's name, recorded with each group."""
     from rag_lib.providers import chat_settings
 
@@ -155,7 +155,7 @@ def precompute(
         from rag_lib.llm import get_chat_model
 
         llm = get_chat_model()
-    model = model or model_name()
+    model = model or configured_model()
     out = Path(out)
     groups = load_groups(out)
     groups["model"] = model
