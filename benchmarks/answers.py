@@ -343,6 +343,20 @@ def run_pipeline(
     return scores | usage | {"s": seconds, "answer": state.get("answer", ""), "error": error}, state
 
 
+def indexed_retrievers(files: Path, database: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
+    """Index `files` into a new Milvus Lite database (closed by `stack`); a maker of K-hit retrievers over it."""
+    client = connect(uri=str(database))
+    stack.callback(close, client)  # also stops Lite's in-process server before its folder is removed
+    embeddings = get_embeddings()
+    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
+    index_directory(client, files, embeddings, progress=False)
+
+    def retriever(**kwargs: Any) -> BaseRetriever:
+        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
+
+    return retriever
+
+
 def model_name(llm: BaseChatModel) -> str:
     """A short name of the chat model for the records: the GGUF file, the endpoint's model, or the class."""
     path = getattr(llm, "model_path", None)
@@ -389,16 +403,8 @@ def indexed_pipelines(
     files = folder / setting
     files.mkdir()
     _, pages = cmrc_setup(data, files, setting)
-    client = connect(uri=str(folder / f"{setting}.db"))
-    stack.callback(close, client)  # also stops Lite's in-process server before its folder is removed
-    embeddings = get_embeddings()
-    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
-    index_directory(client, files, embeddings, progress=False)
+    retriever = indexed_retrievers(files, folder / f"{setting}.db", stack)
     cutoff = default_min_similarity()
-
-    def retriever(**kwargs: Any) -> BaseRetriever:
-        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
-
     rag = build_rag_graph()
     graphs = {  # bind: every invoke gets this context
         "rag": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm)),

@@ -21,10 +21,8 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from tqdm import tqdm
 
@@ -37,6 +35,7 @@ from benchmarks.answers import (
     clear_prompt_cache,
     compare,
     describe,
+    indexed_retrievers,
     judge_context,
     judge_extractive_context,
     model_name,
@@ -47,16 +46,15 @@ from benchmarks.answers import (
     run_pipeline,
     where_seconds_go,
 )
-from rag_lib.embeddings import default_min_similarity, get_embeddings
+from rag_lib.embeddings import default_min_similarity
 from rag_lib.experiments.questions import QUESTIONS, load_questions
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.experiments.tokens import token_counter_for
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
-from rag_lib.index import index_directory, source_name
+from rag_lib.index import source_name
 from rag_lib.llm import get_chat_model
-from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
+from rag_lib.store import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
 PIPELINES = ("rag_extractive", "judge_extractive", "rag", "judge")
@@ -72,16 +70,8 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, R
     corpus = folder / "corpus"
     for part in ("docs", "web"):
         shutil.copytree(DATA / part, corpus / part)
-    client = connect(uri=str(folder / "multihop.db"))
-    stack.callback(close, client)
-    embeddings = get_embeddings()
-    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
-    index_directory(client, corpus, embeddings, progress=False)
+    retriever = indexed_retrievers(corpus, folder / "multihop.db", stack)
     cutoff = default_min_similarity()
-
-    def retriever(**kwargs: Any) -> BaseRetriever:
-        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
-
     rag, judge = build_rag_graph(), build_judge_graph()
     graphs = {}
     for suffix, mode in (("", "generative"), ("_extractive", "extractive")):
