@@ -26,12 +26,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from benchmarks.answers import TokenCounter, clear_prompt_cache, token_counter_for
+from benchmarks.answers import clear_prompt_cache
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
 from rag_lib.demo import DOCS
 from rag_lib.embeddings import get_embeddings
-from rag_lib.evaluation import wilson
+from rag_lib.experiments.evaluation import wilson
 from rag_lib.experiments.results import RESULTS_DIR, agent_tables
+from rag_lib.experiments.tokens import TokenCounter, token_counter_for
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
 from rag_lib.index import index_directory
 from rag_lib.llm import get_chat_model

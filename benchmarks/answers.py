@@ -28,7 +28,8 @@ results):
 - grader (--parts grader): on data/ (sample + web questions), passages labelled answer-bearing (the best
   retrieved local chunk that contains the gold answer) or off-topic (the top local chunks of questions the docs
   cannot answer), graded by a naive "is it relevant?" yes/no prompt and by CRAG's copy-and-verify grader.
-The CMRC file is --cmrc, else the one `rag_lib.cmrc.cmrc_path` finds (the trial split shipped in the project under
+The CMRC file is --cmrc, else the one `rag_lib.experiments.cmrc.cmrc_path` finds (the trial split shipped in the
+project under
 its own licence, CC BY-SA 4.0).
 """
 
@@ -46,16 +47,14 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
-from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import LLMResult
+from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
@@ -64,11 +63,11 @@ from pydantic import BaseModel, Field
 from tqdm import tqdm
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from rag_lib.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.embeddings import default_min_similarity, get_embeddings
-from rag_lib.evaluation import bootstrap_ci, exact_match, f1, paired_difference
+from rag_lib.experiments.cmrc import Dataset, cmrc_path, load_cmrc
+from rag_lib.experiments.evaluation import bootstrap_ci, exact_match, f1, paired_difference
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
-from rag_lib.gguf import ensure_qwen_gguf
+from rag_lib.experiments.tokens import TokenCounter, token_counter_for
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
 from rag_lib.graphs.judge import JudgeContext, answer_documents, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
@@ -116,51 +115,6 @@ class NaiveRelevance(BaseModel):
     """Grade whether a passage is relevant to a question."""
 
     relevant: bool = Field(description="true if the passage is relevant to the question")
-
-
-class TokenCounter(BaseCallbackHandler):
-    """Counts chat-model calls and the tokens they read and wrote (messages + tool schemas, template tokens
-    excluded): a cost measure that does not depend on how busy the machine is. The local model streams, so it
-    reports no usage itself; `count_tokens` is its tokenizer (see `token_counter_for`).
-    Pass it as config={"callbacks": [counter]}. Thread-safe: the judge graph's parallel tasks share it."""
-
-    def __init__(self, count_tokens: Callable[[str], int]) -> None:
-        self.count_tokens = count_tokens
-        self.calls = self.prompt_tokens = self.completion_tokens = 0
-        self._lock = threading.Lock()
-
-    def on_chat_model_start(self, serialized: dict, messages: list[list[BaseMessage]], **kwargs: Any) -> None:
-        tools = (kwargs.get("invocation_params") or {}).get("tools") or []
-        text = "\n".join(str(m.content) for batch in messages for m in batch)
-        text += json.dumps(tools, ensure_ascii=False) if tools else ""
-        tokens = self.count_tokens(text)
-        with self._lock:
-            self.calls += 1
-            self.prompt_tokens += tokens
-
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
-        for generation in (g for batch in response.generations for g in batch):
-            calls = getattr(getattr(generation, "message", None), "tool_calls", None) or []
-            text = generation.text + "".join(json.dumps(c["args"], ensure_ascii=False) for c in calls)
-            tokens = self.count_tokens(text)
-            with self._lock:
-                self.completion_tokens += tokens
-
-
-def token_counter_for(llm: BaseChatModel) -> Callable[[str], int]:
-    """The model's own tokenizer for the local GGUF; for an endpoint, the Qwen GGUF's vocabulary (exact for a
-    served Qwen, an estimate for other models: LangChain's get_num_tokens would download tiktoken's tables)."""
-    client = getattr(llm, "client", None)
-    client = client if hasattr(client, "tokenize") else qwen_vocabulary()
-    return lambda text: len(client.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
-
-
-@lru_cache(maxsize=1)
-def qwen_vocabulary() -> Any:
-    """The Qwen GGUF's tokenizer alone (llama.cpp vocab_only: no weights loaded)."""
-    from llama_cpp import Llama
-
-    return Llama(model_path=str(ensure_qwen_gguf()), vocab_only=True, verbose=False)
 
 
 def grader_items(retriever: Retriever) -> list[dict]:
@@ -389,6 +343,20 @@ def run_pipeline(
     return scores | usage | {"s": seconds, "answer": state.get("answer", ""), "error": error}, state
 
 
+def indexed_retrievers(files: Path, database: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
+    """Index `files` into a new Milvus Lite database (closed by `stack`); a maker of K-hit retrievers over it."""
+    client = connect(uri=str(database))
+    stack.callback(close, client)  # also stops Lite's in-process server before its folder is removed
+    embeddings = get_embeddings()
+    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
+    index_directory(client, files, embeddings, progress=False)
+
+    def retriever(**kwargs: Any) -> BaseRetriever:
+        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
+
+    return retriever
+
+
 def model_name(llm: BaseChatModel) -> str:
     """A short name of the chat model for the records: the GGUF file, the endpoint's model, or the class."""
     path = getattr(llm, "model_path", None)
@@ -435,16 +403,8 @@ def indexed_pipelines(
     files = folder / setting
     files.mkdir()
     _, pages = cmrc_setup(data, files, setting)
-    client = connect(uri=str(folder / f"{setting}.db"))
-    stack.callback(close, client)  # also stops Lite's in-process server before its folder is removed
-    embeddings = get_embeddings()
-    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
-    index_directory(client, files, embeddings, progress=False)
+    retriever = indexed_retrievers(files, folder / f"{setting}.db", stack)
     cutoff = default_min_similarity()
-
-    def retriever(**kwargs: Any) -> BaseRetriever:
-        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
-
     rag = build_rag_graph()
     graphs = {  # bind: every invoke gets this context
         "rag": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm)),
@@ -797,7 +757,7 @@ def names(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks answers", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cmrc", type=Path, default=None, help="CMRC 2018 JSON (default: rag_lib.cmrc.cmrc_path)")
+    parser.add_argument("--cmrc", type=Path, default=None, help="CMRC 2018 JSON (default: cmrc_path())")
     parser.add_argument("--n", type=int, default=DEFAULT_QUESTIONS, help="CMRC questions in the sample")
     parser.add_argument("--seed", type=int, default=0, help="the shuffle the sample is taken from")
     parser.add_argument("--parts", nargs="+", choices=["grader", "cmrc"], default=["cmrc"])

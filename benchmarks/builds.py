@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import write_results
-from rag_lib.evaluation import exact_match
+from rag_lib.experiments.evaluation import exact_match
 from rag_lib.experiments.results import format_table
 from rag_lib.index import source_name
 
@@ -35,7 +35,7 @@ def prompts(n: int) -> list[dict]:
     from langchain_core.documents import Document
 
     from benchmarks.answers import sample_questions
-    from rag_lib.cmrc import cmrc_path, load_cmrc
+    from rag_lib.experiments.cmrc import cmrc_path, load_cmrc
     from rag_lib.graphs.rag import extract_prompt
 
     data = load_cmrc(cmrc_path(None))

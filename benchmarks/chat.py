@@ -9,7 +9,6 @@ scored by whether it holds the gold answer. Counts come with 95% Wilson interval
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -20,21 +19,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 from benchmarks import write_results
 from rag_lib.demo import DOCS
 from rag_lib.embeddings import default_min_similarity, get_embeddings
-from rag_lib.evaluation import wilson
+from rag_lib.experiments.evaluation import wilson
+from rag_lib.experiments.questions import load_follow_ups
 from rag_lib.experiments.results import format_table
 from rag_lib.graphs.chat import ChatContext, build_chat_graph
 from rag_lib.index import index_directory
 from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, connect
+from rag_lib.store import connect
 
-FOLLOW_UPS = PROJECT_ROOT / "data" / "chat_followups.json"
 QUERIES = ("as written", "condensed", "joined to the first question")
-
-
-def load_follow_ups(path: Path = FOLLOW_UPS) -> list[dict]:
-    """The committed conversations: first question, follow-up, gold answer and gold source file."""
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def rank_of(retriever: Retriever, query: str, source: str) -> int | None:

@@ -38,13 +38,13 @@ from benchmarks.retrieval import (
     load_collection,
     to_contexts,
 )
-from rag_lib.advanced import hyde_search, multi_query_search, small_to_big
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, SEPARATORS, recursive_split
-from rag_lib.cmrc import Dataset, dataset_label
 from rag_lib.embeddings import E5_MIN_SIMILARITY
-from rag_lib.evaluation import paired_difference, recall_at_k, reciprocal_rank
-from rag_lib.experiments.results import format_table
-from rag_lib.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
+from rag_lib.experiments.advanced import hyde_search, multi_query_search, small_to_big
+from rag_lib.experiments.cmrc import Dataset, dataset_label
+from rag_lib.experiments.evaluation import paired_difference, recall_at_k, reciprocal_rank
+from rag_lib.experiments.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
+from rag_lib.experiments.results import LLM_BASELINE, format_table
 from rag_lib.llm import get_chat_model
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
@@ -52,7 +52,7 @@ from rag_lib.store import make_row
 from rag_lib.text import tokenize
 
 LLM_QUESTIONS = 30  # questions in the LLM slice (multi-query, HyDE)
-HYDE_TOKENS = 96  # the hypothetical passage's budget on both sides (rag_lib.advanced.hypothetical_passage's default)
+HYDE_TOKENS = 96  # the hypothetical passage's budget on both sides (hypothetical_passage's default)
 RESAMPLES = 2000
 SENTENCE_ENDS = tuple("。！？!?.；;”」\"')）")
 Split = Callable[[str], list[str]]
@@ -72,7 +72,6 @@ PAIRS = [
     ("multi-query (LLM)", "MultiQueryRetriever.from_llm(dense Retriever)", "multi_query_search(dense Retriever)"),
     ("HyDE (LLM)", "Retriever(embeddings=HypotheticalDocumentEmbedder)", "hyde_search"),
 ]
-LLM_BASELINE = "dense Retriever alone (no LLM)"
 
 
 def split_rows(data: Dataset, split: Split) -> list[dict]:

@@ -13,39 +13,19 @@ Results: bench_results/durability.json."""
 from __future__ import annotations
 
 import argparse
-import operator
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, TypedDict
 
-from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Durability
 
 from benchmarks import write_results
+from rag_lib.experiments.chain import MODES, chain_graph
 from rag_lib.experiments.results import format_table
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
-
-MODES: tuple[Durability, ...] = ("exit", "async", "sync")
-
-
-class ChainState(TypedDict):
-    passages: Annotated[list[str], operator.add]  # grows by one text per step
-
-
-def chain_graph(steps: int, chars: int) -> StateGraph:
-    """`steps` nodes in a chain, each adding one text of `chars` characters to the state (not compiled)."""
-    graph = StateGraph(ChainState)
-    text = "x" * chars
-    names = [f"step_{i}" for i in range(steps)]
-    for name in names:
-        graph.add_node(name, lambda state, text=text: {"passages": [text]})
-    for before, after in zip([START, *names], [*names, END]):
-        graph.add_edge(before, after)
-    return graph
 
 
 def run_once(graph: CompiledStateGraph, durability: Durability | None, thread: str) -> float:

@@ -28,8 +28,8 @@ from benchmarks.retrieval import (
     milvus_batch,
     peer_bm25,
 )
-from rag_lib.cmrc import dataset_label
-from rag_lib.evaluation import paired_difference
+from rag_lib.experiments.cmrc import dataset_label
+from rag_lib.experiments.evaluation import paired_difference
 from rag_lib.experiments.results import format_table
 from rag_lib.retriever import Retriever
 from rag_lib.text import tokenize

@@ -30,7 +30,6 @@ from pymilvus import MilvusClient
 
 from benchmarks import percentile, timed, write_results
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, recursive_split
-from rag_lib.cmrc import cmrc_path, load_cmrc
 from rag_lib.demo import DOCS
 from rag_lib.embeddings import raw_embeddings
 from rag_lib.experiments.ann import (
@@ -44,6 +43,7 @@ from rag_lib.experiments.ann import (
     search_ids,
     unit_vectors,
 )
+from rag_lib.experiments.cmrc import cmrc_path, load_cmrc
 from rag_lib.experiments.results import format_table
 from rag_lib.index import chunk_rows, embed_rows, list_files, write_file
 from rag_lib.loaders import read_text
@@ -308,7 +308,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny data and grids (a quick smoke test)")
     parser.add_argument("--cmrc", type=Path, default=None,
-                        help="CMRC 2018 trial JSON (SQuAD format); default: rag_lib.cmrc.cmrc_path")
+                        help="CMRC 2018 trial JSON (SQuAD format); default: rag_lib.experiments.cmrc.cmrc_path")
     parser.add_argument("--synthetic-n", type=int, default=None,
                         help="random unit vectors in the synthetic set (default 20000, --quick 2000)")
     parser.add_argument("--queries", type=int, default=None, help="synthetic queries (default 100, --quick 20)")

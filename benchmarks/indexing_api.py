@@ -1,7 +1,8 @@
 """LangChain's Indexing API beside `rag_lib.index.index_directory`: both index a copy of data/docs into Milvus Lite.
 
 LangChain: `langchain_core.indexing.index(docs, record_manager, vector_store, cleanup=..., source_id_key="source")`
-with `langchain_core.indexing.InMemoryRecordManager` and the langchain-milvus hybrid store of `rag_lib.lc_milvus`
+with `langchain_core.indexing.InMemoryRecordManager` and the langchain-milvus hybrid store of
+`rag_lib.experiments.lc_milvus`
 (`SQLRecordManager`, in langchain_classic and langchain_community, does not import here: SQLAlchemy 2.1's asyncio
 module needs `greenlet`, which the course does not install). Its documents are the chunks `index_directory` makes
 (same loader, same Chunker).
@@ -29,8 +30,8 @@ from langchain_core.indexing import InMemoryRecordManager, index
 
 from rag_lib.chunking import Chunker
 from rag_lib.embeddings import passage_cache
+from rag_lib.experiments.lc_milvus import hybrid_store
 from rag_lib.index import chunk_rows, index_directory, list_files
-from rag_lib.lc_milvus import hybrid_store
 from rag_lib.store import PROJECT_ROOT, close, connect, count_rows
 
 OUT = PROJECT_ROOT / "bench_results" / "indexing_api.json"

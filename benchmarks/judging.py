@@ -30,7 +30,7 @@ from langgraph.runtime import Runtime
 from benchmarks import write_results
 from benchmarks.answers import GoldRetriever
 from rag_lib.embeddings import default_min_similarity, embed_queries, get_embeddings
-from rag_lib.evaluation import wilson
+from rag_lib.experiments.evaluation import wilson
 from rag_lib.experiments.results import format_table, load_results
 from rag_lib.graphs.judge import JudgeContext, JudgeTask, judge
 from rag_lib.index import chunk_rows

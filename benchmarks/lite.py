@@ -47,10 +47,10 @@ from benchmarks.retrieval import (
     peer_bm25,
 )
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
-from rag_lib.cmrc import dataset_label
 from rag_lib.embeddings import cap_query, embed_queries
-from rag_lib.evaluation import paired_difference
 from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
+from rag_lib.experiments.cmrc import dataset_label
+from rag_lib.experiments.evaluation import paired_difference
 from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.experiments.results import format_table
 from rag_lib.retriever import Retriever

@@ -14,7 +14,6 @@ differences (judge - rag) on the questions both answered. Results: bench_results
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -22,10 +21,8 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from tqdm import tqdm
 
@@ -38,6 +35,7 @@ from benchmarks.answers import (
     clear_prompt_cache,
     compare,
     describe,
+    indexed_retrievers,
     judge_context,
     judge_extractive_context,
     model_name,
@@ -46,30 +44,24 @@ from benchmarks.answers import (
     rag_context,
     rescored,
     run_pipeline,
-    token_counter_for,
     where_seconds_go,
 )
-from rag_lib.embeddings import default_min_similarity, get_embeddings
+from rag_lib.embeddings import default_min_similarity
+from rag_lib.experiments.questions import QUESTIONS, load_questions
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
+from rag_lib.experiments.tokens import token_counter_for
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
-from rag_lib.index import index_directory, source_name
+from rag_lib.index import source_name
 from rag_lib.llm import get_chat_model
-from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
+from rag_lib.store import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
-QUESTIONS = DATA / "multihop_questions.json"
 PIPELINES = ("rag_extractive", "judge_extractive", "rag", "judge")
 DEFAULT_PIPELINES = "rag_extractive,judge_extractive"
 PAIRS = (("judge_extractive", "rag_extractive"), ("judge", "rag"), ("judge_extractive", "judge"))
 CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_extractive_context,
               "judge": judge_context}
-
-
-def load_questions(path: Path = QUESTIONS) -> list[dict]:
-    """The multi-hop questions, each with its gold answer as a one-item list (the scorer's format)."""
-    return [q | {"golds": [q["answer"]]} for q in json.loads(path.read_text(encoding="utf-8"))]
 
 
 def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, Runnable]:
@@ -78,16 +70,8 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, R
     corpus = folder / "corpus"
     for part in ("docs", "web"):
         shutil.copytree(DATA / part, corpus / part)
-    client = connect(uri=str(folder / "multihop.db"))
-    stack.callback(close, client)
-    embeddings = get_embeddings()
-    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
-    index_directory(client, corpus, embeddings, progress=False)
+    retriever = indexed_retrievers(corpus, folder / "multihop.db", stack)
     cutoff = default_min_similarity()
-
-    def retriever(**kwargs: Any) -> BaseRetriever:
-        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
-
     rag, judge = build_rag_graph(), build_judge_graph()
     graphs = {}
     for suffix, mode in (("", "generative"), ("_extractive", "extractive")):

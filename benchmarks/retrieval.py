@@ -25,9 +25,10 @@ from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows 
 
 from benchmarks import percentile, write_results
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, recursive_split
-from rag_lib.cmrc import Dataset, Question, dataset_label, load_cmrc
 from rag_lib.embeddings import default_min_similarity, embed_queries, get_embeddings, with_query_cache
-from rag_lib.evaluation import (
+from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
+from rag_lib.experiments.cmrc import Dataset, Question, dataset_label, load_cmrc
+from rag_lib.experiments.evaluation import (
     bootstrap_ci,
     contains_any,
     context_recall,
@@ -36,7 +37,6 @@ from rag_lib.evaluation import (
     recall_at_k,
     reciprocal_rank,
 )
-from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.experiments.results import format_table
 from rag_lib.rerank import EmbeddingReranker

@@ -20,9 +20,9 @@ from typing import get_args
 
 from benchmarks import write_results
 from benchmarks.agent import model_label
-from rag_lib.evaluation import wilson
+from rag_lib.app.intent import Action, decide_route, route_request
+from rag_lib.experiments.evaluation import wilson
 from rag_lib.experiments.results import RESULTS_DIR, format_table
-from rag_lib.intent import Action, decide_route, route_request
 from rag_lib.llm import get_chat_model
 from rag_lib.store import PROJECT_ROOT
 from rag_lib.structured import StructuredOutputError

@@ -180,7 +180,7 @@ def passage_cache(embeddings: Embeddings) -> Embeddings:
 @lru_cache(maxsize=1)
 def get_embeddings() -> Embeddings:
     """The course's embeddings with the vectors of indexed passages cached on disk (RAG_CACHE_DIR/embeddings):
-    `rag_lib.index` and `rag_lib.uploads` embed chunks through `passage_cache`, so every notebook that indexes data/
+    `rag_lib.index` and `rag_lib.app.uploads` embed chunks through `passage_cache`, so every notebook that indexes data/
     after the first one skips the slow part. Queries and every other text are computed, not stored."""
     from langchain_classic.storage import LocalFileStore
 

@@ -183,6 +183,49 @@ def list_files(folder: Path) -> list[Path]:
     )
 
 
+def chosen_chunker(chunker: str | Chunker, chunk_size: int | None, chunk_overlap: int | None) -> Chunker:
+    """The Chunker `index_directory` splits with: a strategy name sized by the arguments, or a ready Chunker."""
+    sizes = {k: v for k, v in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)) if v is not None}
+    if isinstance(chunker, str):
+        return Chunker(chunker, **sizes)
+    if sizes:
+        raise ValueError(
+            f"sizes given twice ({sizes} and a Chunker, which carries its own): give the sizes either to the Chunker "
+            "or as chunk_size/chunk_overlap with a strategy name, not both."
+        )
+    return chunker
+
+
+def drop_deleted(
+    client: MilvusClient, collection: str, folder: Path, files: list[Path], known: dict[str, tuple[str, int]]
+) -> list[str]:
+    """Delete the chunks of the files under `folder` that are indexed but gone from disk; their sources, sorted."""
+    prefix = source_name(folder.resolve()).rstrip("/") + "/"
+    present = {source_name(p) for p in files}
+    removed = [s for s in sorted(known) if s.startswith(prefix) and s not in present]
+    for start in range(0, len(removed), DELETE_BATCH):
+        client.delete(collection, filter=field_filter("source", removed[start : start + DELETE_BATCH]))
+    return removed
+
+
+def write_pending(
+    client: MilvusClient,
+    collection: str,
+    pending: list[list[dict]],
+    embeddings: Embeddings,
+    report: IndexReport,
+    progress: bool,
+) -> None:
+    """Embed and write the chunk rows of each new or changed file, and count them in `report`."""
+    with tqdm(total=sum(len(r) for r in pending), desc="embedding chunks", unit="chunk", disable=not progress) as bar:
+        for rows in pending:
+            embed_rows(rows, embeddings, bar)
+            write_file(client, collection, rows)
+            report.indexed.append(rows[0]["source"])
+            report.chunks[rows[0]["source"]] = len(rows)
+            report.chunks_written += len(rows)
+
+
 def index_directory(
     client: MilvusClient,
     folder: str | Path,
@@ -199,14 +242,7 @@ def index_directory(
     Chunker's defaults when not given) or a `Chunker` that carries its own sizes.
     """
     started = time.perf_counter()
-    sizes = {k: v for k, v in (("chunk_size", chunk_size), ("chunk_overlap", chunk_overlap)) if v is not None}
-    if isinstance(chunker, str):
-        chunker = Chunker(chunker, **sizes)
-    elif sizes:
-        raise ValueError(
-            f"sizes given twice ({sizes} and a Chunker, which carries its own): give the sizes either to the Chunker "
-            "or as chunk_size/chunk_overlap with a strategy name, not both."
-        )
+    chunker = chosen_chunker(chunker, chunk_size, chunk_overlap)
     folder = Path(folder)
     report = IndexReport()
     files = list_files(folder)
@@ -230,19 +266,9 @@ def index_directory(
         except (LoadError, OSError) as error:
             report.errors[shown_name(source)] = str(error)
 
-    with tqdm(total=sum(len(r) for r in pending), desc="embedding chunks", unit="chunk", disable=not progress) as bar:
-        for rows in pending:
-            embed_rows(rows, embeddings, bar)
-            write_file(client, collection, rows)
-            report.indexed.append(rows[0]["source"])
-            report.chunks[rows[0]["source"]] = len(rows)
-            report.chunks_written += len(rows)
+    write_pending(client, collection, pending, embeddings, report, progress)
 
-    prefix = source_name(folder.resolve()).rstrip("/") + "/"
-    present = {source_name(p) for p in files}
-    report.removed = [s for s in sorted(known) if s.startswith(prefix) and s not in present]
-    for start in range(0, len(report.removed), DELETE_BATCH):
-        client.delete(collection, filter=field_filter("source", report.removed[start : start + DELETE_BATCH]))
+    report.removed = drop_deleted(client, collection, folder, files, known)
     if report.indexed or report.removed:
         seal(client, collection)
     report.seconds = time.perf_counter() - started

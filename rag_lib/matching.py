@@ -10,7 +10,8 @@
 - `supported`: every number of a generated answer, and most of its content words, occur in the passages it cites:
   a cheap check that the answer was not made up (a sentence cannot be checked as a copy can).
 
-`normalized_tokens` and `scoring_scheme` are the normalisation the answer metrics (`rag_lib.evaluation`) use:
+`normalized_tokens` and `scoring_scheme` are the normalisation the answer metrics (`rag_lib.experiments.evaluation`)
+use:
 when either text holds a CJK character, the CMRC 2018 script's (its punctuation list dropped, one token per CJK
 character, one per run of other letters and digits), otherwise SQuAD v1.1's (articles and punctuation dropped).
 """

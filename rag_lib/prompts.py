@@ -179,7 +179,7 @@ JUDGE_PROMPT = (
 )
 JUDGE_REQUEST = "Question: {question}\nPassage:\n{passage}"  # question first: sibling judges share a prompt prefix
 
-# -------- answer grading (rag_lib.grading)
+# -------- answer grading (rag_lib.app.grading)
 
 GRADE_PROMPT = (
     "Grade the answer from 1 (poor) to 5 (excellent).\n"
@@ -222,7 +222,7 @@ RESULTS_REMINDER = (
 RESULTS_REQUEST = "Results of {tool}:\n{results}\n\n" + RESULTS_REMINDER + "\nQuestion: {question}"
 ANSWER_ONLY = "You have searched enough: answer now from the results above, or say you did not find the answer."
 
-# -------- the app's message router (rag_lib.intent)
+# -------- the app's message router (rag_lib.app.intent)
 
 ROUTER_SYSTEM = (
     "You route messages sent to a document assistant. Actions:\n"
@@ -244,7 +244,7 @@ ROUTER_EXAMPLES = [
     ("Add these to the knowledge base.", True, "save"),
 ]
 
-# -------- query transformations (rag_lib.advanced)
+# -------- query transformations (rag_lib.experiments.advanced)
 
 # Short prompts, fixed part first (llama.cpp reuses a shared prompt prefix), one worked example where the 1.5B
 # model otherwise echoed the question or returned an empty list.

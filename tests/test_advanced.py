@@ -1,4 +1,4 @@
-"""rag_lib.advanced: LLM query transforms with a scripted TEST DOUBLE chat model; union, multi-path, thresholds
+"""experiments.advanced: LLM query transforms with a scripted TEST DOUBLE chat model; union, multi-path, thresholds
 and small-to-big on a real (tiny) Milvus Lite collection with the real e5 embeddings."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-from rag_lib import advanced
 from rag_lib.chunking import Chunker
+from rag_lib.experiments import advanced
 from rag_lib.index import index_directory
 from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever

@@ -19,11 +19,11 @@ from langchain_core.documents import Document
 from pymilvus.exceptions import MilvusException
 from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, FOLLOW_UP, ScriptedChatModel
 
-from rag_lib.app import FILE_COLUMNS, START_HINT, THREAD_KEY, RagApp, build_ui, reply_markdown
-from rag_lib.app import main as app_main
+from rag_lib.app.ui import FILE_COLUMNS, START_HINT, THREAD_KEY, RagApp, build_ui, reply_markdown
+from rag_lib.app.ui import main as app_main
+from rag_lib.app.uploads import UploadError, indexed_documents, safe_name, save_document
 from rag_lib.loaders import make_pdf
 from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows
-from rag_lib.uploads import UploadError, indexed_documents, safe_name, save_document
 
 
 @pytest.fixture()

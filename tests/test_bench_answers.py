@@ -1,6 +1,7 @@
 """The cmrc part of the answers benchmark (benchmarks.answers) on a tiny SQuAD-format slice: two settings, nine
 pipelines, per-row scores, error counting, resuming a stopped run, the summary with bootstrap intervals and
-paired differences, and rebuilding it from the rows; plus the bootstrap helpers of rag_lib.evaluation on known
+paired differences, and rebuilding it from the rows; plus the bootstrap helpers of rag_lib.experiments.evaluation on
+known
 data. Correctness only, no timing.
 
 The chat model is a TEST DOUBLE (`ReaderDouble`): a perfect "reader" that copies a gold answer whenever one is
@@ -20,6 +21,7 @@ from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks import answers
+from rag_lib.experiments.tokens import token_counter_for
 from rag_lib.graphs.crag import PassageAnswer, SearchTerms
 from rag_lib.graphs.judge import Judgment
 
@@ -268,7 +270,7 @@ def test_rows_of_another_model_stop_the_run_before_it_mixes_them(tmp_path, monke
 
 
 def test_bootstrap_interval_on_known_data():
-    from rag_lib.evaluation import bootstrap_ci
+    from rag_lib.experiments.evaluation import bootstrap_ci
 
     estimate, low, high = bootstrap_ci([0.7] * 30)  # no spread, no uncertainty: a zero-width interval
     assert estimate == pytest.approx(0.7) and low == high == pytest.approx(0.7)
@@ -285,7 +287,7 @@ def test_bootstrap_interval_on_known_data():
 
 
 def test_paired_difference_on_known_data():
-    from rag_lib.evaluation import bootstrap_ci, paired_difference
+    from rag_lib.experiments.evaluation import bootstrap_ci, paired_difference
 
     scores = [0.0, 1.0, 0.5, 1.0, 0.0, 0.25]
     assert paired_difference(scores, scores) == (0.0, 0.0, 0.0)  # identical samples: no difference, zero width
@@ -403,7 +405,7 @@ def test_the_local_models_own_timings_split_a_runs_seconds(offline_env):
 
     llm = get_chat_model()
     graph = RunnableLambda(lambda state: {"answer": llm.invoke(state["question"]).content})
-    result, _ = answers.run_pipeline(graph, "1+1=? Reply with the number only.", ["2"], answers.token_counter_for(llm),
+    result, _ = answers.run_pipeline(graph, "1+1=? Reply with the number only.", ["2"], token_counter_for(llm),
                                      lambda state: [], llm)
     assert result["s_prompt"] > 0 and result["s_generate"] > 0 and result["prompt_tokens_read"] > 0
     assert result["s_prompt"] + result["s_generate"] <= result["s"]

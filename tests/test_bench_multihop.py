@@ -15,9 +15,10 @@ from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks import multihop
+from rag_lib.experiments.questions import load_questions
 from rag_lib.graphs.judge import Judgment
 
-CHOSEN = [q for q in multihop.load_questions() if q["id"] in ("mh-01", "mh-03", "mh-04")]
+CHOSEN = [q for q in load_questions() if q["id"] in ("mh-01", "mh-03", "mh-04")]
 BRIDGES = {q["question"]: q["bridge"] for q in CHOSEN}
 
 

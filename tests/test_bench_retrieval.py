@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from benchmarks import retrieval
-from rag_lib.cmrc import load_cmrc
+from rag_lib.experiments.cmrc import load_cmrc
 from rag_lib.store import PROJECT_ROOT
 
 CONTEXTS = {

@@ -220,7 +220,7 @@ def test_the_conversation_survives_a_reload_and_a_restart(browser, milvus, embed
     import gradio as gr
     from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, FOLLOW_UP, ScriptedChatModel
 
-    from rag_lib.app import RagApp, build_ui
+    from rag_lib.app.ui import RagApp, build_ui
 
     port = free_port()
     url, theme = f"http://127.0.0.1:{port}/", gr.themes.Default(font=["system-ui"], font_mono=["monospace"])

@@ -19,7 +19,7 @@ from test_retriever import CORPUS  # the same four small documents
 
 from benchmarks import components, fusion
 from rag_lib.embeddings import E5_MIN_SIMILARITY
-from rag_lib.evaluation import paired_difference
+from rag_lib.experiments.evaluation import paired_difference
 from rag_lib.index import index_directory
 from rag_lib.rerank import EmbeddingReranker, HttpReranker, LLMReranker, Reranker
 from rag_lib.retriever import Retriever

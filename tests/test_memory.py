@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from test_chat import DOC, RecordingRetriever, model, thread
 from test_router import ANSWER, ASK_CAFETERIA, SAVE_CAFETERIA, ScriptedChatModel
 
-from rag_lib.app import RagApp, reply_markdown
+from rag_lib.app.ui import RagApp, reply_markdown
 from rag_lib.graphs.chat import ChatContext, build_chat_graph
 from rag_lib.memory import (
     MIN_SCORE,

@@ -217,13 +217,13 @@ def test_only_the_indexer_adds_vectors_to_the_disk_cache(offline_env, tmp_path, 
     from langchain_core.documents import Document
     from test_router import ScriptedChatModel
 
+    from rag_lib.app.strategies import search
     from rag_lib.chunking import Chunker
     from rag_lib.embeddings import get_embeddings
     from rag_lib.index import index_directory
     from rag_lib.rerank import EmbeddingReranker
     from rag_lib.retriever import Retriever
     from rag_lib.store import DEFAULT_COLLECTION
-    from rag_lib.strategies import search
 
     offline_env.setenv("RAG_CACHE_DIR", str(tmp_path / "cache"))
     get_embeddings.cache_clear()

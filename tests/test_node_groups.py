@@ -11,8 +11,8 @@ from small_docs import DOCS
 from test_advanced import ScriptedChatModel
 
 from rag_lib import prompts
-from rag_lib.advanced import multi_path_search
 from rag_lib.experiments import node_groups as ng
+from rag_lib.experiments.advanced import multi_path_search
 from rag_lib.index import source_name
 from rag_lib.matching import drawn_from
 from rag_lib.retriever import Retriever

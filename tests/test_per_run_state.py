@@ -41,12 +41,12 @@ from test_router import VPN
 from test_router import ScriptedChatModel as RouterModel
 
 from rag_lib.agent import build_agent, docs_tool, run_agent, web_tool
+from rag_lib.app.router import REQUEST_DEFAULTS, RouterContext, build_router_graph
 from rag_lib.embeddings import E5_MIN_SIMILARITY
 from rag_lib.graphs.chat import ChatContext, build_chat_graph
 from rag_lib.graphs.crag import WEB_FAILED, CRAGContext, build_crag_graph
 from rag_lib.graphs.judge import JudgeContext, Judgment, build_judge_graph
 from rag_lib.graphs.rag import REFUSAL, RAGContext, build_rag_graph
-from rag_lib.graphs.router import REQUEST_DEFAULTS, RouterContext, build_router_graph
 from rag_lib.websearch import WebSearchError
 
 THREAD: RunnableConfig = {"configurable": {"thread_id": "t"}}

@@ -196,11 +196,11 @@ def test_a_query_that_is_not_valid_text_is_refused_before_any_search(no_search, 
     """A lone surrogate ("\\udc80") cannot be encoded by any model or database: refused with a clear message at every
     entry, the graphs' too (chat and the app's router before their first model call), instead of the embedder's
     UnicodeEncodeError."""
+    from rag_lib.app.router import RouterContext, build_router_graph
+    from rag_lib.app.strategies import search
     from rag_lib.experiments.parent_fusion import RetrieverParentScores
     from rag_lib.graphs.chat import ChatContext, build_chat_graph
     from rag_lib.graphs.rag import RAGContext, build_rag_graph
-    from rag_lib.graphs.router import RouterContext, build_router_graph
-    from rag_lib.strategies import search
 
     retriever = Retriever(client=no_search, embeddings=embeddings, search_type="dense")
     entries = [

@@ -1,4 +1,4 @@
-"""The app's router graph (rag_lib.graphs.router) and its parts (rag_lib.intent, uploads, strategies, grading):
+"""The app's router graph (rag_lib.app.router) and its parts (rag_lib.app.intent, uploads, strategies, grading):
 routing, the save / retrieve / save_then_retrieve / unknown paths, request parsing, duplicates, strategies,
 evaluation scores, a node run alone, and the conversation a checkpointer keeps (condensed follow-ups, threads kept
 apart, a checkpoint that gives the state back unchanged).
@@ -31,13 +31,9 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.runtime import Runtime
 from pydantic import Field
 
-from rag_lib import uploads as uploads_module
-from rag_lib.embeddings import E5_MIN_SIMILARITY, MAX_QUERY_CHARS, default_min_similarity
-from rag_lib.grading import AnswerGrade
-from rag_lib.graphs.checkpoints import sqlite_checkpointer
-from rag_lib.graphs.rag import REFUSAL
-from rag_lib.graphs.router import AppState, RouterContext, build_router_graph, condense, route, stream_request
-from rag_lib.intent import (
+from rag_lib.app import uploads as uploads_module
+from rag_lib.app.grading import AnswerGrade
+from rag_lib.app.intent import (
     HELP,
     ROUTER_MAX_CHARS,
     Options,
@@ -48,10 +44,14 @@ from rag_lib.intent import (
     search_question,
     split_note,
 )
+from rag_lib.app.router import AppState, RouterContext, build_router_graph, condense, route, stream_request
+from rag_lib.app.strategies import retrieval_scores, source_filter
+from rag_lib.app.uploads import choose_chunker, indexed_documents, save_document
+from rag_lib.embeddings import E5_MIN_SIMILARITY, MAX_QUERY_CHARS, default_min_similarity
+from rag_lib.graphs.checkpoints import sqlite_checkpointer
+from rag_lib.graphs.rag import REFUSAL
 from rag_lib.prompts import CONDENSE_SYSTEM, HYDE_PROMPT, ROUTER_EXAMPLES
 from rag_lib.store import DEFAULT_COLLECTION, count_rows
-from rag_lib.strategies import retrieval_scores, source_filter
-from rag_lib.uploads import choose_chunker, indexed_documents, save_document
 
 ANSWER = "The cafeteria opens at 9:00 on Sundays [1]."
 HYDE_PASSAGE = "The Zephyr cafeteria opens at 9:00 on Sundays and at 7:30 on weekdays."
@@ -87,7 +87,7 @@ class ScriptedChatModel(BaseChatModel):
     rewrites: dict[str, str] = Field(default_factory=lambda: dict(REWRITES))
     calls: list[str] = Field(default_factory=list)  # "route" | "grade" | "hyde" | "condense" | "answer", in call order
     prompts: list[list[BaseMessage]] = Field(default_factory=list)  # every plain (not structured) prompt, in order
-    max_tokens: int = 512  # rag_lib.advanced.capped copies the model with another max_tokens
+    max_tokens: int = 512  # rag_lib.experiments.advanced.capped copies the model with another max_tokens
 
     @property
     def _llm_type(self) -> str:

@@ -25,18 +25,19 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.retrievers import BaseRetriever
 from pydantic import BaseModel, Field
 
-from rag_lib import advanced, structured
-from rag_lib.app import reply_markdown
+from rag_lib import structured
+from rag_lib.app.intent import HELP
+from rag_lib.app.router import RouterContext, build_router_graph, stream_request
+from rag_lib.app.ui import reply_markdown
+from rag_lib.app.uploads import indexed_documents, save_document
+from rag_lib.experiments import advanced
 from rag_lib.experiments import node_groups as ng
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph, key_terms
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import refusal_for
-from rag_lib.graphs.router import RouterContext, build_router_graph, stream_request
-from rag_lib.intent import HELP
 from rag_lib.rerank import LLMReranker
 from rag_lib.settings import ConfigError
 from rag_lib.structured import StructuredOutputError, structured_output, with_json_instruction
-from rag_lib.uploads import indexed_documents, save_document
 
 Reply = Callable[[str], AIMessage]  # tool name -> the fake's reply
 
@@ -95,7 +96,7 @@ BAD_ROUTES = {
 
 @pytest.mark.parametrize("reply, shown", BAD_ROUTES.values(), ids=BAD_ROUTES.keys())
 def test_every_kind_of_bad_reply_raises_one_clear_error(reply, shown):
-    from rag_lib.intent import Route
+    from rag_lib.app.intent import Route
 
     with pytest.raises(StructuredOutputError) as caught:
         structured_output(FakeChatModel(replies={"Route": reply}), Route).invoke(ROUTE_MESSAGES)
@@ -106,7 +107,7 @@ def test_every_kind_of_bad_reply_raises_one_clear_error(reply, shown):
 
 
 def test_a_good_reply_parses_with_max_tokens_capped_on_a_copy():
-    from rag_lib.intent import Route
+    from rag_lib.app.intent import Route
 
     llm = FakeChatModel(replies={"Route": call({"action": "save"})})
     assert structured_output(llm, Route, max_tokens=16).invoke(ROUTE_MESSAGES) == Route(action="save")
@@ -115,7 +116,7 @@ def test_a_good_reply_parses_with_max_tokens_capped_on_a_copy():
 
 
 def test_json_mode_spells_the_schema_out_in_the_system_prompt(monkeypatch):
-    from rag_lib.intent import Route
+    from rag_lib.app.intent import Route
 
     class Note(BaseModel):
         """A titled note."""
@@ -140,7 +141,7 @@ def test_json_mode_spells_the_schema_out_in_the_system_prompt(monkeypatch):
 
 
 def test_a_bad_setting_fails_at_once_naming_the_variable(monkeypatch):
-    from rag_lib.intent import Route
+    from rag_lib.app.intent import Route
 
     monkeypatch.setenv("RAG_LLM_STRUCTURED", "xml")
     with pytest.raises(ConfigError, match="RAG_LLM_STRUCTURED=xml.*json_schema, function_calling, json_mode"):
@@ -220,7 +221,7 @@ def test_a_forced_method_the_server_refuses_is_a_config_error(fresh_probes, monk
 
 
 def test_a_json_mode_reply_outside_the_schema_is_a_structured_output_error(fresh_probes, monkeypatch):
-    from rag_lib.intent import Route
+    from rag_lib.app.intent import Route
 
     monkeypatch.setenv("RAG_LLM_STRUCTURED", "json_mode")
     for reply in ('{"action": "SAVE"}', "{}", '{"action": "sa', "retrieve"):

@@ -145,7 +145,8 @@ def search_ids(
 
 def neighbour_recall(found: Sequence[Sequence[Any]], truth: Sequence[Sequence[Any]], k: int = 10) -> float:
     """How many of the exact nearest neighbours an ANN search found: mean over queries of |ANN top-k ∩ exact
-    top-k| / |exact top-k| (order inside the top-k ignored). Not `rag_lib.evaluation.recall_at_k`, which asks
+    top-k| / |exact top-k| (order inside the top-k ignored). Not `rag_lib.experiments.evaluation.recall_at_k`, which
+    asks
     whether the RELEVANT documents were retrieved."""
     if len(found) != len(truth):
         raise ValueError(f"{len(found)} result rows for {len(truth)} ground-truth rows")

@@ -3,7 +3,7 @@ indexed as its own searchable row that points back to what it was derived from.
 
 Why: a user's question is often closer to "a question the document answers" or to "what the document is about"
 than to any one raw chunk. Searching these derived rows and mapping each hit back to its parent adds a path that
-plain chunk search lacks (see `rag_lib.advanced.multi_path_search`).
+plain chunk search lacks (see `rag_lib.experiments.advanced.multi_path_search`).
 
 Rows live in their own collection (`rag_lib.store.build_schema`, so dense + BM25 work as usual) with
 `parent_id` = the parent chunk's id (level "chunk") or `document_id(source)` (level "document"), `source` = the
@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from pymilvus import MilvusClient
 from tqdm.auto import tqdm
 
-from rag_lib.advanced import OUTPUT_FIELDS, search_by_vector
+from rag_lib.experiments.advanced import OUTPUT_FIELDS, search_by_vector
 from rag_lib.index import list_files, source_name
 from rag_lib.loaders import LOADERS, LoadError, load_file
 from rag_lib.matching import drawn_from
@@ -101,7 +101,7 @@ def document_id(source: str) -> str:
     return chunk_id(source, "")
 
 
-def model_name() -> str:
+def configured_model() -> str:
     """The configured chat model's name, recorded with each group."""
     from rag_lib.providers import chat_settings
 
@@ -155,7 +155,7 @@ def precompute(
         from rag_lib.llm import get_chat_model
 
         llm = get_chat_model()
-    model = model or model_name()
+    model = model or configured_model()
     out = Path(out)
     groups = load_groups(out)
     groups["model"] = model
@@ -253,7 +253,7 @@ def to_parents(
 class NodeGroupSearch:
     """A search path over node groups: dense search of the group rows, hits mapped back to parent chunks.
 
-    Use it alone or as one path of `rag_lib.advanced.multi_path_search`.
+    Use it alone or as one path of `rag_lib.experiments.advanced.multi_path_search`.
     """
 
     def __init__(

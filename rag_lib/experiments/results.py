@@ -8,6 +8,8 @@ from typing import Any
 
 from rag_lib.store import PROJECT_ROOT
 
+LLM_BASELINE = "dense Retriever alone (no LLM)"  # the row the LLM query transforms of components.json are compared to
+
 RESULTS_DIR = PROJECT_ROOT / "bench_results"
 
 

@@ -90,9 +90,9 @@ class Route(BaseModel):
 class Options:
     """What the request (or the UI) asks for besides the action."""
 
-    chunking: str | None = None  # one of rag_lib.uploads.CHUNKINGS
+    chunking: str | None = None  # one of rag_lib.app.uploads.CHUNKINGS
     chunk_size: int | None = None
-    retrieval: str | None = None  # one of rag_lib.strategies.RETRIEVALS
+    retrieval: str | None = None  # one of rag_lib.app.strategies.RETRIEVALS
     files: tuple[str, ...] = ()  # indexed sources the request names
 
 

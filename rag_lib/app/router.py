@@ -4,11 +4,12 @@ route -> save -> ((condense) -> retrieve) ; route -> (condense) -> retrieve -> a
 route -> unknown
 
 `route` decides the action with one structured LLM call (none when the request is empty) and reads everything else
-from the request: chunking, retrieval strategy, files named, the note and the question (`rag_lib.intent`).
+from the request: chunking, retrieval strategy, files named, the note and the question (`rag_lib.app.intent`).
 `save` checks each document, writes it into the upload folder and indexes it into the shared collection
-(`rag_lib.uploads`). `retrieve` searches with the chosen strategy and the calibrated similarity cutoff
-(`rag_lib.strategies`); `answer` streams a cited answer (`rag_lib.graphs.chat.chat_answer_messages`); `evaluate` adds
-retrieval scores (no model) and one structured LLM grade (`rag_lib.grading`).
+(`rag_lib.app.uploads`). `retrieve` searches with the chosen strategy and the calibrated similarity cutoff
+(`rag_lib.app.strategies`); `answer` streams a cited answer (`rag_lib.graphs.chat.chat_answer_messages`); `evaluate`
+adds
+retrieval scores (no model) and one structured LLM grade (`rag_lib.app.grading`).
 LLM calls per request: route 1, answer 1, evaluate 1 (optional), HyDE +1 when asked for, condense +1 on a follow-up.
 
 Conversation memory, as in `rag_lib.graphs.chat`: `messages` (add_messages reducer) gets the user's turn (route) and
@@ -44,34 +45,34 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Overwrite
 from pymilvus import MilvusClient
 
+from rag_lib.app.grading import AnswerGrade, grade_answer
+from rag_lib.app.intent import HELP, Action, Options, chosen_options, decide_route
+from rag_lib.app.strategies import retrieval_scores, search, source_filter
+from rag_lib.app.uploads import Saved, file_digest, indexed_documents, save_document, save_upload
 from rag_lib.embeddings import default_min_similarity
-from rag_lib.grading import AnswerGrade, grade_answer
 from rag_lib.graphs.chat import HISTORY_TOKENS, chat_answer_messages, history, standalone_query
 from rag_lib.graphs.rag import checked_answer, fresh_run, refusal_for
-from rag_lib.intent import HELP, Action, Options, chosen_options, decide_route
 from rag_lib.memory import Memory, recall_and_remember
 from rag_lib.store import DEFAULT_COLLECTION
-from rag_lib.strategies import retrieval_scores, search, source_filter
 from rag_lib.structured import StructuredOutputError
 from rag_lib.text import check_query, detect_language
-from rag_lib.uploads import Saved, file_digest, indexed_documents, save_document, save_upload
 
 
 class AppState(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]  # route: the user's turn; the node writing `answer`: the reply
     request: str  # input: the chat message
     files: list[str]  # input: paths of documents to save with this request
-    chunking: str  # input: "auto" or one of rag_lib.uploads.CHUNKINGS (a UI choice overrides the request)
+    chunking: str  # input: "auto" or one of rag_lib.app.uploads.CHUNKINGS (a UI choice overrides the request)
     chunk_size: int | None  # input: None lets the request (or the default) decide
-    retrieval: str  # input: "auto" or one of rag_lib.strategies.RETRIEVALS
+    retrieval: str  # input: "auto" or one of rag_lib.app.strategies.RETRIEVALS
     evaluate: bool  # input: grade the answer (+1 LLM call)
     action: Action  # route: what to do with the request
     routed_by: str  # route: "model", "rule" or "model+rule"
-    options: dict  # route: rag_lib.intent.Options as a dict (chunking, chunk_size, retrieval, files); UI choices first
+    options: dict  # route: intent.Options as a dict (chunking, chunk_size, retrieval, files); UI choices first
     note: str  # route: text to save from the request
     question: str  # route: the question in the user's words: what is answered
     search_query: str  # condense: the question made standalone with the conversation; retrieve searches it
-    saved: list[dict]  # save: one rag_lib.uploads.Saved as a dict per document
+    saved: list[dict]  # save: one rag_lib.app.uploads.Saved as a dict per document
     strategy: dict  # retrieve: requested / used retrieval, filter, and why
     documents: list[Document]  # retrieve: the passages kept (each with metadata["similarity"])
     recalled: list[Memory]  # memory (with a store): the user's facts relevant to the question, from any thread

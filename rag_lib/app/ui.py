@@ -8,7 +8,7 @@ answer streamed token by token, then its sources, the retrieval used and the eva
 Conversation memory: the router graph runs with a SQLite checkpointer, one thread per browser. The thread id is kept
 in the browser (gr.BrowserState, localStorage), so a page reload or an app restart reopens the same conversation
 (its turns are read back with get_state); "New conversation" starts another thread. A follow-up question is
-rewritten with the earlier turns before the search, and the answer sees them too (rag_lib.graphs.router).
+rewritten with the earlier turns before the search, and the answer sees them too (rag_lib.app.router).
 
 Long-term memory: a fact the user states about themselves or their team ("My team uses Milvus 2.5.") is kept in a
 LangGraph store (rag_lib.memory) and recalled, in any conversation, for the questions it is relevant to; the reply
@@ -38,13 +38,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from pymilvus import MilvusClient
 
+from rag_lib.app.router import RouterContext, build_router_graph, stream_request
+from rag_lib.app.uploads import CHUNKINGS, UPLOAD_TYPES, indexed_documents, save_upload
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
-from rag_lib.graphs.router import RouterContext, build_router_graph, stream_request
 from rag_lib.loaders import max_file_bytes
 from rag_lib.memory import Memory, forget, memories, open_memory_store
 from rag_lib.settings import settings
 from rag_lib.store import DEFAULT_COLLECTION
-from rag_lib.uploads import CHUNKINGS, UPLOAD_TYPES, indexed_documents, save_upload
 
 FILE_COLUMNS = ["file", "chunks", "language", "chunking"]
 START_HINT = (f"**Nothing is indexed yet.** Upload {', '.join(UPLOAD_TYPES)} files on the left, or write "
@@ -100,7 +100,7 @@ def browser_secret(conversations: Path) -> str:
 
 
 def saved_markdown(saved: list[dict]) -> str:
-    """One line per document (a rag_lib.uploads.Saved as a dict, as the graph's state holds it): icon and message."""
+    """One line per document (an uploads.Saved as a dict, as the graph's state holds it): icon and message."""
     return "\n".join(f"{STATUS_ICON[s['status']]} {s['message']}" for s in saved)
 
 

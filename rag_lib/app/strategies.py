@@ -16,7 +16,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pymilvus import MilvusClient
 
-from rag_lib.advanced import OUTPUT_FIELDS, hypothetical_passage, search_by_vector
+from rag_lib.experiments.advanced import OUTPUT_FIELDS, hypothetical_passage, search_by_vector
 from rag_lib.retriever import Retriever, cosine
 from rag_lib.store import DEFAULT_COLLECTION, field_filter
 from rag_lib.text import check_query
