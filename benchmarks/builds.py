@@ -1,5 +1,6 @@
-"""Two builds of llama.cpp side by side: the venv's (the portable AVX2 build `make setup` installs) and another one
-installed in a folder of its own (e.g. the AVX-512 build of `make llama-avx512`, or a wheel given with --wheel).
+"""Two builds of llama.cpp side by side: the venv's (the one `make setup` picked for this CPU, named by what llama.cpp
+reports: avx512 or portable) and another one installed in a folder of its own (e.g. the portable AVX2 wheel given
+with --wheel, or the AVX-512 build on a venv that has the portable one).
 
 Each build runs in its own process (one process cannot load two builds), on the same prompts, alternately in
 rounds (build A prompts 1-5, build B prompts 1-5, A 6-10, ...), so a change of load hits both alike. The prompts are
@@ -80,6 +81,13 @@ def worker(items: list[dict]) -> list[dict]:
     return rows
 
 
+def venv_build() -> str:
+    """The venv's llama.cpp build by the CPU features it reports: "avx512" or "portable"."""
+    import llama_cpp
+
+    return "avx512" if "AVX512 = 1" in llama_cpp.llama_print_system_info().decode() else "portable"
+
+
 def run_build(site: Path | None, items: list[dict]) -> list[dict]:
     """`worker` in a subprocess whose llama_cpp is the venv's (site None) or the one installed in `site`."""
     env = dict(os.environ)
@@ -126,7 +134,7 @@ def main(argv: list[str]) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--site", type=Path, help="folder where the other build is installed (pip install --target)")
     parser.add_argument("--wheel", type=Path, help="a llama-cpp-python wheel: installed into --site first")
-    parser.add_argument("--name", default="avx512", help="the other build's name in the results")
+    parser.add_argument("--name", help="the other build's name in the results (default: the build the venv lacks)")
     parser.add_argument("--n", type=int, default=20, help="prompts (CMRC questions with their gold paragraph)")
     parser.add_argument("--out", default="builds", help="results name: bench_results/<out>.json")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -140,15 +148,18 @@ def main(argv: list[str]) -> None:
     if not (site / "llama_cpp").exists():
         raise SystemExit(f"{site} holds no llama_cpp package: give --wheel, or pip install --target it yourself")
     items = prompts(args.n)
-    rows: dict[str, list[dict]] = {"portable (venv)": [], args.name: []}
+    venv = venv_build()
+    name = args.name or ("portable" if venv == "avx512" else "avx512")
+    venv = f"{venv} (venv)"
+    rows: dict[str, list[dict]] = {venv: [], name: []}
     load = [round(os.getloadavg()[0], 2)]
     for start in range(0, len(items), ROUND):
         batch = items[start : start + ROUND]
-        rows["portable (venv)"] += run_build(None, batch)
-        rows[args.name] += run_build(site, batch)
+        rows[venv] += run_build(None, batch)
+        rows[name] += run_build(site, batch)
         print(f"{start + len(batch)}/{len(items)} prompts on both builds", flush=True)
     load.append(round(os.getloadavg()[0], 2))
-    base, other = rows["portable (venv)"], rows[args.name]
+    base, other = rows[venv], rows[name]
     rate = lambda rs: np.array([r["prompt tokens"] / r["first token s"] for r in rs])  # noqa: E731
     ratio, interval = paired_ratio(rate(base), rate(other))
     seconds = lambda rs: np.array([r["total s"] for r in rs])  # noqa: E731
@@ -156,13 +167,13 @@ def main(argv: list[str]) -> None:
     differ = [b["id"] for b, o in zip(base, other) if b["answer"] != o["answer"]]
     table = [summary(name, rs) for name, rs in rows.items()]
     print(format_table(table))
-    print(f"\nprompt tok/s, {args.name} / portable: {ratio:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]; answer "
-          f"seconds, portable / {args.name}: {total:.2f} [{total_interval[0]:.2f}, {total_interval[1]:.2f}]; "
+    print(f"\nprompt tok/s, {name} / {venv}: {ratio:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]; answer "
+          f"seconds, {venv} / {name}: {total:.2f} [{total_interval[0]:.2f}, {total_interval[1]:.2f}]; "
           f"answers that differ: {len(differ)} of {len(base)}")
-    comparison = {"prompt tok/s ratio (other / portable), median": ratio, "prompt tok/s ratio CI": interval,
-                  "answer speed-up (portable s / other s), median": total, "answer speed-up CI": total_interval,
+    comparison = {"prompt tok/s ratio (other / venv), median": ratio, "prompt tok/s ratio CI": interval,
+                  "answer speed-up (venv s / other s), median": total, "answer speed-up CI": total_interval,
                   "answers that differ": len(differ), "differing ids": differ}
-    setup = {"prompts": len(items), "round": ROUND, "other build": args.name,
+    setup = {"prompts": len(items), "round": ROUND, "venv build": venv, "other build": name,
              "load_1min": {"start": load[0], "end": load[1]},
              "prompt": "extractive answer prompt over the gold CMRC 2018 paragraph, cache cleared before each"}
     print("\nwrote", write_results(args.out, {"setup": setup, "builds": table, "comparison": comparison, "rows": rows}))

@@ -569,20 +569,21 @@ def setup_section() -> str:
 
 
 def builds_text() -> str:
-    """The portable and AVX-512 llama.cpp builds on the same prompts (builds.json)."""
+    """Two llama.cpp builds (the venv's and another) on the same prompts (builds.json)."""
     data = results("builds")
     rows = [[b["build"], f"{b['prompt tok/s p50']:.1f}", f"{b['first token s p50']:.1f} s",
              f"{b['generation tok/s p50']:.1f}", f"{b['total s p50']:.1f} s", share(b["EM"], 2)]
             for b in data["builds"]]
     cmp = data["comparison"]
+    venv, other = data["setup"]["venv build"], data["setup"]["other build"]
     return "\n\n".join([
         f"**Two llama.cpp builds** (`python -m benchmarks builds`, `bench_results/builds.json`): the same "
         f"{data['setup']['prompts']} extractive answer prompts (CMRC questions with their paragraph), run "
         f"alternately in rounds of {data['setup']['round']}, medians:",
         table(["build", "prompt tokens/s", "first token", "generation tokens/s", "answer", "EM"], rows),
-        f"Per prompt, AVX-512 reads prompts {cmp['prompt tok/s ratio (other / portable), median']:.2f}x faster "
+        f"Per prompt, {other} reads prompts {cmp['prompt tok/s ratio (other / venv), median']:.2f}x as fast as {venv} "
         f"[{cmp['prompt tok/s ratio CI'][0]:.2f}, {cmp['prompt tok/s ratio CI'][1]:.2f}] and answers "
-        f"{cmp['answer speed-up (portable s / other s), median']:.2f}x sooner [{cmp['answer speed-up CI'][0]:.2f}, "
+        f"{cmp['answer speed-up (venv s / other s), median']:.2f}x as soon [{cmp['answer speed-up CI'][0]:.2f}, "
         f"{cmp['answer speed-up CI'][1]:.2f}] (95% bootstrap intervals of the paired ratio); "
         f"{cmp['answers that differ']} of the {data['setup']['prompts']} answers came out worded differently.",
     ])
