@@ -44,13 +44,17 @@ DOC = "milvus_full_text_search_bm25_zh.md"
 QUESTION = "Milvus 内置的 chinese 分析器使用哪个分词器？"
 
 
+def index_two_docs(milvus, embeddings, folder) -> None:
+    """DOC (which answers QUESTION) and one other Milvus document, copied into `folder` and indexed."""
+    folder.mkdir()
+    for name in (DOC, "milvus_hnsw_index.md"):
+        shutil.copy(PROJECT_ROOT / "data" / "docs" / name, folder / name)
+    index_directory(milvus, folder, embeddings, progress=False)
+
+
 @pytest.fixture()
 def retriever(milvus, embeddings, tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    shutil.copy(PROJECT_ROOT / "data" / "docs" / DOC, folder / DOC)
-    shutil.copy(PROJECT_ROOT / "data" / "docs" / "milvus_hnsw_index.md", folder / "milvus_hnsw_index.md")
-    index_directory(milvus, folder, embeddings, progress=False)
+    index_two_docs(milvus, embeddings, tmp_path / "docs")
     return Retriever(client=milvus, embeddings=embeddings, k=2)
 
 

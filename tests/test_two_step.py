@@ -6,32 +6,23 @@ fixed text; the retriever is real (Milvus Lite, real embeddings) in every test."
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from test_agent import DOC, QUESTION, index_two_docs
 
 from rag_lib.embeddings import default_min_similarity
 from rag_lib.graphs.rag import REFUSAL
-from rag_lib.index import index_directory
 from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT
 from rag_lib.two_step import build_two_step_agent
 
-DOC = "milvus_full_text_search_bm25_zh.md"
-QUESTION = "Milvus 内置的 chinese 分析器使用哪个分词器？"
 OFF_TOPIC = "How long should I boil an egg to get a soft, runny yolk?"
 
 
 @pytest.fixture()
 def retriever(milvus, embeddings, tmp_path):
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    for name in (DOC, "milvus_hnsw_index.md"):
-        shutil.copy(PROJECT_ROOT / "data" / "docs" / name, folder / name)
-    index_directory(milvus, folder, embeddings, progress=False)
+    index_two_docs(milvus, embeddings, tmp_path / "docs")
     return Retriever(client=milvus, embeddings=embeddings, k=2, min_similarity=default_min_similarity())
 
 
