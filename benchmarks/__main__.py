@@ -9,6 +9,8 @@ BENCHMARKS = {
     "quickstart": "model assembly/load, indexing throughput, per-question latency of the quickstart",
     "answers": "answers on CMRC 2018 (all local / half web): LLM-only, RAG, CRAG, judge (generative, extractive), "
         "gold; resumable",
+    "answer_speed": "where an answer's seconds go on 50 CMRC questions: plain RAG, CRAG, judge; prompt tokens given, "
+        "read and reused from the cache, generated; medians against the speed targets",
     "index": "indexing stages, ANN sweep (FLAT/IVF/HNSW recall@10 vs latency, build, size), Lite's dropped params",
     "retrieval": "CMRC 2018 retrieval quality + latency per pipeline, beside a rank_bm25/numpy peer baseline",
     "agent": "agentic RAG (create_agent, tool-or-answer decoding) beside Corrective RAG: first-step choice, answers",

@@ -8,7 +8,8 @@ results):
   "local", every context indexed in Milvus Lite (the standard RAG setting; CRAG's web is empty), and "split",
   even contexts indexed, odd ones only in the offline "web" corpus (where only CRAG can reach them).
   Pipelines (--pipelines), each run as the course runs it, a graph with its runtime context: llm_only (no
-  retrieval), rag (RAGContext, generative), rag_extractive (RAGContext(mode="extractive")), crag and judge (each
+  retrieval), rag (RAGContext, generative), rag_extractive (RAGContext(mode="extractive")), rag_extractive_k2 (the
+  same with two passages instead of three: a shorter prompt), crag and judge (each
   generative, and extractive as crag_extractive and judge_extractive), and the bound with retrieval taken as
   perfect: gold (the extractive RAG graph whose retriever returns the question's own context) and gold_generative
   (the same, generative). llm_only and the gold pipelines read no index, so they run once per question and their
@@ -84,12 +85,13 @@ DATA = PROJECT_ROOT / "data"
 NAIVE_SYSTEM = "You grade retrieved passages."
 METRICS = ("em", "f1", "em_clause", "f1_clause", "contains", "evidence", "llm_calls", "prompt_tokens",
            "completion_tokens", "s")
-PIPELINES = ("llm_only", "rag", "rag_extractive", "crag", "crag_extractive", "judge", "judge_extractive", "gold",
-             "gold_generative")
+PIPELINES = ("llm_only", "rag", "rag_extractive", "rag_extractive_k2", "crag", "crag_extractive", "judge",
+             "judge_extractive", "gold", "gold_generative")
 INDEX_FREE = ("llm_only", "gold", "gold_generative")  # read no index: one run per question serves every setting
 SETTINGS = ("local", "split")
 # paired differences reported (first - second), when both pipelines have rows
-PAIRS = (("rag", "llm_only"), ("rag_extractive", "rag"), ("crag", "rag"), ("crag_extractive", "rag_extractive"),
+PAIRS = (("rag", "llm_only"), ("rag_extractive", "rag"), ("rag_extractive_k2", "rag_extractive"), ("crag", "rag"),
+         ("crag_extractive", "rag_extractive"),
          ("crag_extractive", "crag"), ("judge", "rag"), ("judge_extractive", "rag_extractive"),
          ("judge_extractive", "judge"), ("gold", "rag_extractive"), ("gold_generative", "rag"),
          ("gold", "gold_generative"))
@@ -282,6 +284,7 @@ CONTEXT_OF: dict[str, Callable[[dict], list[str]]] = {
     "llm_only": lambda state: [],
     "rag": rag_context,
     "rag_extractive": rag_context,
+    "rag_extractive_k2": rag_context,
     "crag": crag_context,
     "crag_extractive": crag_context,
     "judge": judge_context,
@@ -300,16 +303,32 @@ class GoldRetriever(BaseRetriever):
         return list(self.documents)
 
 
-def llama_timings(llm: BaseChatModel | None) -> tuple[float, float, int] | None:
+def llama_timings(llm: BaseChatModel | None) -> tuple[float, float, int, int] | None:
     """llama.cpp's own running totals for the local model (seconds reading prompts, seconds generating, prompt
-    tokens read, i.e. not reused from its cache); None for any other model."""
+    tokens read, i.e. not reused from its cache, and prompt tokens given, chat template included); None for any
+    other model."""
     client = getattr(llm, "client", None)
     from llama_cpp import Llama, llama_perf_context
 
     if not isinstance(client, Llama):
         return None
     data = llama_perf_context(client.ctx)
-    return data.t_p_eval_ms / 1000, data.t_eval_ms / 1000, data.n_p_eval
+    return data.t_p_eval_ms / 1000, data.t_eval_ms / 1000, data.n_p_eval, given_tokens(client)
+
+
+def given_tokens(client: Any) -> int:
+    """Prompt tokens handed to llama.cpp so far, chat template included: counted by wrapping the client's `generate`
+    (which every completion calls with the whole prompt) on first use. Given minus read is the prefix llama.cpp
+    reused from its KV cache."""
+    if not hasattr(client, "given_tokens"):
+        client.given_tokens, generate = 0, client.generate
+
+        def counting(tokens: Any, *args: Any, **kwargs: Any) -> Any:
+            client.given_tokens += len(tokens)
+            return generate(tokens, *args, **kwargs)
+
+        client.generate = counting
+    return client.given_tokens
 
 
 def run_pipeline(
@@ -335,7 +354,7 @@ def run_pipeline(
              "completion_tokens": tokens.completion_tokens}
     if before and after:
         usage |= {"s_prompt": round(after[0] - before[0], 3), "s_generate": round(after[1] - before[1], 3),
-                  "prompt_tokens_read": after[2] - before[2]}
+                  "prompt_tokens_read": after[2] - before[2], "prompt_tokens_given": after[3] - before[3]}
     if error:
         scores = {"em": 0.0, "f1": 0.0, "em_clause": 0.0, "f1_clause": 0.0, "contains": 0.0, "evidence": 0.0}
     else:
@@ -352,7 +371,7 @@ def indexed_retrievers(files: Path, database: Path, stack: ExitStack) -> Callabl
     index_directory(client, files, embeddings, progress=False)
 
     def retriever(**kwargs: Any) -> BaseRetriever:
-        return Retriever(client=client, embeddings=embeddings, k=K, **kwargs)
+        return Retriever(client=client, embeddings=embeddings, **({"k": K} | kwargs))
 
     return retriever
 
@@ -410,6 +429,8 @@ def indexed_pipelines(
         "rag": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm)),
         "rag_extractive": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm,
                                                       mode="extractive")),
+        "rag_extractive_k2": rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff, k=2), llm=llm,
+                                                         mode="extractive")),  # a shorter prompt: two passages
     }
     crag, judge, web = build_crag_graph(), build_judge_graph(), OfflineWebSearch(pages)
     for suffix, mode in (("", "generative"), ("_extractive", "extractive")):

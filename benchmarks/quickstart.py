@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from benchmarks import timed, write_results
+from benchmarks.builds import venv_build
 from rag_lib import gguf
 from rag_lib.demo import DOCS, quickstart_questions
 from rag_lib.embeddings import default_min_similarity, raw_embeddings
@@ -63,6 +64,7 @@ def main(argv: list[str]) -> None:
     shutil.rmtree(db.parent, ignore_errors=True)
 
     setup = {
+        "llama.cpp build": venv_build(),
         "model assembly, first run (s)": models["assembly_first_s"],
         "model assembly, cached (s)": models["assembly_cached_s"],
         "model load (s)": models["load_s"],

@@ -32,6 +32,7 @@ def test_the_page_is_what_the_json_renders() -> None:
 def test_the_readme_summary_is_what_the_json_renders() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert lb.summary_table() in readme, "the README's summary table is stale: paste `summary_table()` into it"
+    assert lb.speed_summary() in readme, "the README's answer-speed paragraph is stale: paste `speed_summary()` into it"
     assert len(readme) <= 15_000, f"the README has {len(readme)} characters: move detail to docs/benchmarks.md"
 
 

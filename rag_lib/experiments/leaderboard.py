@@ -346,8 +346,13 @@ def answers_paired(comparison: str, setting: str = "local") -> dict:
                 **{"context in": "all"})
 
 
-def answer_cost(pipeline: str, setting: str = "local") -> str:
-    """`1.6 LLM calls, 8.4 s/answer` (median) for a pipeline of the answer benchmark."""
+def answer_cost(pipeline: str, setting: str = "local", sliced: bool = True) -> str:
+    """`1.6 LLM calls, 8.4 s/answer` (median): from the answer-speed slice (answer_speed.json, its build named) when it
+    ran the pipeline and `sliced`, else from the answer benchmark."""
+    speed = {r["pipeline"]: r for r in results("answer_speed")["pipelines"]} if setting == "local" and sliced else {}
+    if pipeline in speed:
+        row, build = speed[pipeline], results("answer_speed")["setup"]["build"]
+        return f"{calls(row['LLM calls mean'], 1)}, {row['s p50']:.1f} s/answer ({build} build)"
     row = summary_row(pipeline, setting)
     return f"{calls(row['LLM calls'], 1)}, {row['s p50']:.1f} s/answer"
 
@@ -377,7 +382,7 @@ def answer_rows() -> list[Row]:
             f"{NOT_TUNED} (cutoff from notebook 00)", "answers_runs/local.jsonl", 2),
         Row("answer", "extractive answers (copy a span, verify, cite)", "generated answers (plain RAG)", "F1",
             extractive["F1 diff"], tuple(extractive["F1 diff ci"]),
-            f"{answer_cost('rag_extractive')} vs {summary_row('rag')['s p50']:.1f} s",
+            f"{answer_cost('rag_extractive', sliced=False)} vs {summary_row('rag')['s p50']:.1f} s",
             f"{extractive['n']} CMRC trial questions", NOT_TUNED, "answers.json", 2),
         paired_answer_row("Corrective RAG (grade, rewrite, web search)", "crag_extractive - rag_extractive",
                           "plain RAG", "grader prompt written on data/ passages"),
@@ -421,6 +426,24 @@ def summary_table() -> str:
     rows = [r for r in leaderboard() if r.technique in SUMMARY]
     return table(["technique", "replaces", "difference [95% CI]", "cost"],
                  [[r.technique, r.baseline, f"{r.metric} {r.quality()}", r.cost] for r in rows])
+
+
+def speed_summary() -> str:
+    """The README's paragraph on answer speed: each pipeline's median against its target (answer_speed.json)."""
+    data = results("answer_speed")
+    setup, rows = data["setup"], {r["pipeline"]: r for r in data["pipelines"]}
+    names = {"rag_extractive": "plain RAG", "crag_extractive": "Corrective RAG", "judge_extractive": "the judge"}
+    parts = [f"{label} {rows[p]['s p50']:.1f} s [{rows[p]['s p50 ci'][0]:.1f}, {rows[p]['s p50 ci'][1]:.1f}] "
+             f"against {rows[p]['target s']:.0f} s ({rows[p]['target']})" for p, label in names.items() if p in rows]
+    plain, rates = rows["rag_extractive"], setup["llama.cpp rates over the rows"]
+    return (f"**Answer speed** ({setup['build']} build, {setup['questions']} CMRC questions side by side, "
+            f"`bench_results/answer_speed.json`; median seconds per answer [95% CI]): {'; '.join(parts)}. Reading the "
+            f"prompt is where the time goes: plain RAG reads {plain['prompt tokens read p50']:.0f} tokens "
+            f"({plain['s reading the prompt p50']:.1f} s of its {plain['s p50']:.1f} s) at "
+            f"{rates['prompt tokens read per s']:.0f} tokens/s on one thread, and the judge also writes "
+            f"{rows['judge_extractive']['generated tokens p50']:.0f} tokens (grades, follow-ups, answer) at "
+            f"{rates['generated tokens per s']:.1f} tokens/s. A shorter prompt (two passages) did not measurably help "
+            "(docs/benchmarks.md, Answer speed).")
 
 
 # ------------------------------------------------------------------------------------------ quality against cost
@@ -558,6 +581,7 @@ def setup_section() -> str:
     return section(
         "Setting up and answering", "quickstart.json", "make bench", measured("quickstart"),
         table(["setup step", "measured"], [
+            ["llama.cpp build in the venv", steps["llama.cpp build"]],
             ["model assembly from its parts, first run", f"{steps['model assembly, first run (s)']:.1f} s"],
             ["model assembly, cached", f"{1000 * steps['model assembly, cached (s)']:.1f} ms"],
             ["model load (llama.cpp)", f"{steps['model load (s)']:.1f} s"],
@@ -576,17 +600,67 @@ def builds_text() -> str:
             for b in data["builds"]]
     cmp = data["comparison"]
     venv, other = data["setup"]["venv build"], data["setup"]["other build"]
+    ratio, ratio_ci = cmp["prompt tok/s ratio (other / venv), median"], cmp["prompt tok/s ratio CI"]
+    speedup, speedup_ci = cmp["answer speed-up (venv s / other s), median"], cmp["answer speed-up CI"]
+    if ratio < 1:  # say it of the faster build: the inverse of a ratio and of its interval's ends
+        venv, other = other, venv
+        ratio, ratio_ci = 1 / ratio, [1 / ratio_ci[1], 1 / ratio_ci[0]]
+        speedup, speedup_ci = 1 / speedup, [1 / speedup_ci[1], 1 / speedup_ci[0]]
     return "\n\n".join([
         f"**Two llama.cpp builds** (`python -m benchmarks builds`, `bench_results/builds.json`): the same "
         f"{data['setup']['prompts']} extractive answer prompts (CMRC questions with their paragraph), run "
         f"alternately in rounds of {data['setup']['round']}, medians:",
         table(["build", "prompt tokens/s", "first token", "generation tokens/s", "answer", "EM"], rows),
-        f"Per prompt, {other} reads prompts {cmp['prompt tok/s ratio (other / venv), median']:.2f}x as fast as {venv} "
-        f"[{cmp['prompt tok/s ratio CI'][0]:.2f}, {cmp['prompt tok/s ratio CI'][1]:.2f}] and answers "
-        f"{cmp['answer speed-up (venv s / other s), median']:.2f}x as soon [{cmp['answer speed-up CI'][0]:.2f}, "
-        f"{cmp['answer speed-up CI'][1]:.2f}] (95% bootstrap intervals of the paired ratio); "
-        f"{cmp['answers that differ']} of the {data['setup']['prompts']} answers came out worded differently.",
+        f"Per prompt, {other} reads prompts {ratio:.2f}x as fast as {venv} [{ratio_ci[0]:.2f}, {ratio_ci[1]:.2f}] "
+        f"and answers {speedup:.2f}x as soon [{speedup_ci[0]:.2f}, {speedup_ci[1]:.2f}] (95% bootstrap intervals of "
+        f"the paired ratio); {cmp['answers that differ']} of the {data['setup']['prompts']} answers came out worded "
+        "differently.",
     ])
+
+
+def answer_speed_section() -> str:
+    """Where an answer's seconds go, per pipeline, against the speed targets (answer_speed.json)."""
+    data = results("answer_speed")
+    setup, rows = data["setup"], data["pipelines"]
+    body = [[r["pipeline"], str(r["n"]), f"{r['s p50']:.1f} s [{r['s p50 ci'][0]:.1f}, {r['s p50 ci'][1]:.1f}]",
+             f"{r['target s']:.0f} s", r["target"],
+             f"{r['s reading the prompt p50']:.1f} s", f"{r['s generating p50']:.1f} s",
+             f"{r['prompt tokens given p50']:.0f} / {r['prompt tokens read p50']:.0f} / "
+             f"{r['prompt tokens reused p50']:.0f}", f"{r['generated tokens p50']:.0f}", f"{r['LLM calls mean']:.1f}",
+             f"{r['F1']:.3f}", "—" if not r["F1 diff vs answers.json"] else
+             interval(r["F1 diff vs answers.json"][0], r["F1 diff vs answers.json"][1:], 3)] for r in rows]
+    load = setup["load_1min over the rows"]
+    return section(
+        "Answer speed", "answer_speed.json", "python -m benchmarks answer_speed", measured("answer_speed"),
+        f"Plain RAG, Corrective RAG and the judge (extractive answers, every context indexed) on the first "
+        f"{setup['questions']} questions of the answer benchmark's sample, side by side, each run from an empty "
+        f"prompt cache, on the **{setup['build']}** llama.cpp build (1-minute load over the rows: median "
+        f"{load['median']:.1f}, at most {load['max']:.1f}). Medians with 95% bootstrap intervals; prompt tokens given "
+        "(chat template included) / read by llama.cpp / reused from its cache; the last column is F1's paired "
+        "difference with the same pipeline's rows in `answers.json` on the same questions.",
+        table(["pipeline", "n", "s per answer", "target", "verdict", "reading the prompt", "generating",
+               "prompt tokens given / read / reused", "generated tokens", "LLM calls", "F1", "F1 vs answers.json"],
+              body),
+        speed_reading(setup, rows))
+
+
+def speed_reading(setup: dict, rows: list[dict]) -> str:
+    """What the answer-speed table says about where the seconds go (answer_speed.json)."""
+    rates, by_name = setup["llama.cpp rates over the rows"], {r["pipeline"]: r for r in rows}
+    earlier = results("answers")["cmrc"]["where the seconds go"]["overall"]
+    text = (f"Over these rows llama.cpp read {rates['prompt tokens read per s']:.1f} prompt tokens and generated "
+            f"{rates['generated tokens per s']:.1f} tokens per second, so a prompt of a few hundred tokens costs "
+            "seconds before the first word; only the judge reuses a cached prefix (its calls share their "
+            f"instructions). The rows of `answers.json`, measured on earlier days, generated "
+            f"{earlier['generated tokens per s']:.1f} tokens per second: this machine's speed varies from day to day, "
+            "so compare pipelines within one run.")
+    variant = by_name.get("rag_extractive_k2")
+    if variant and "beside" in variant:
+        f1, s = variant["F1 diff beside"], variant["s diff beside"]
+        text += (f" Two passages instead of three read {variant['prompt tokens read p50']:.0f} prompt tokens instead "
+                 f"of {by_name['rag_extractive']['prompt tokens read p50']:.0f} (medians); paired with plain RAG: F1 "
+                 f"{interval(f1[0], f1[1:], 3)}, seconds {s[0]:+.1f} [{s[1]:+.1f}, {s[2]:+.1f}] (means).")
+    return text
 
 
 def ann_rows(file: str, part: str) -> str:
@@ -978,9 +1052,9 @@ def conversation_section() -> str:
 
 
 SECTIONS: tuple[Callable[[], str], ...] = (
-    intro, leaderboard_section, pareto_section, setup_section, retrieval_section, lite_section, ceiling_section,
-    fusion_section, embeddings_section, components_section, ann_section, advanced_section, answers_section,
-    multihop_section, agent_section, conversation_section)
+    intro, leaderboard_section, pareto_section, setup_section, answer_speed_section, retrieval_section, lite_section,
+    ceiling_section, fusion_section, embeddings_section, components_section, ann_section, advanced_section,
+    answers_section, multihop_section, agent_section, conversation_section)
 
 
 def render() -> str:
