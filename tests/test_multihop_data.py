@@ -4,7 +4,8 @@ Every record needs two pieces of evidence from two different passages (two files
 least MIN_GAP characters apart), each quoted exactly from its file; span answers are quoted from the last hop,
 comparison answers from one of the hops, yes/no answers are "yes" or "no"; and no answer is given away by its
 question. Every record belongs to one of two fixed halves (`split`: "tune" to choose settings on, "held_out" to
-report on), assigned by `split_rule`. Reads text files only: no model, no database.
+report on), assigned by `split_rule` and loaded one at a time by `load_questions(split=...)`. Reads text files
+only: no model, no database.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_lib.experiments.questions import SPLITS, load_questions
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 QUESTIONS = DATA / "multihop_questions.json"
 KEYS = {"id", "question", "language", "answer", "answer_type", "hops", "bridge", "split"}
@@ -25,7 +28,6 @@ MIN_RECORDS = 100
 MIN_PER_LANGUAGE = 15
 MIN_GAP = 1500  # two evidence strings from one file count as different passages only this far apart
 EVIDENCE_CHARS = (20, 200)
-SPLITS = ("tune", "held_out")
 MAX_SPLIT_GAP = 3  # per language, the halves differ by at most this many records
 
 
@@ -84,6 +86,16 @@ def test_the_halves_balance_languages_and_answer_types():
         for kind in ANSWER_TYPES:
             tune, held_out = counts[language, kind, "tune"], counts[language, kind, "held_out"]
             assert abs(tune - held_out) <= 1, f"{language} {kind}: tune {tune}, held_out {held_out}"
+
+
+def test_load_questions_gives_each_half_with_its_gold():
+    halves = {split: load_questions(split=split) for split in SPLITS}
+    assert [q["id"] for q in load_questions()] == [r["id"] for r in RECORDS]
+    for split, questions in halves.items():
+        assert questions and all(q["split"] == split and q["golds"] == [q["answer"]] for q in questions)
+    assert sorted(q["id"] for half in halves.values() for q in half) == sorted(r["id"] for r in RECORDS)
+    with pytest.raises(ValueError, match="split"):
+        load_questions(split="test")
 
 
 def test_ids_are_unique():
