@@ -4,8 +4,8 @@ The labelled set is built from the committed question files by `--build` (determ
 a chunk of data/docs or data/web as the indexer cuts it:
 - 2, "the passage states the answer": each answerable question of sample_questions.json with the chunk of its
   document that holds its answer;
-- 1, "on topic, the answer is not in it": each question of multihop_questions.json with the chunk that holds its
-  first hop's evidence (the bridge fact), when that chunk does not hold the final answer;
+- 1, "on topic, the answer is not in it": each of the first LABELLED_MULTIHOP questions of multihop_questions.json
+  with the chunk that holds its first hop's evidence (the bridge fact), when that chunk does not hold the final answer;
 - 0, "about something else": each answerable sample question with the answer-bearing chunk of the next sample
   question that is about another document.
 Measuring runs `rag_lib.graphs.judge.judge` on every item (one model call each, as inside the graph, with no cosine
@@ -42,6 +42,7 @@ from rag_lib.store import PROJECT_ROOT
 DATA = PROJECT_ROOT / "data"
 LABELS = DATA / "judge_labels.json"
 MEANING = {0: "about something else", 1: "on topic, the answer is not in it", 2: "the passage states the answer"}
+LABELLED_MULTIHOP = 51  # mh-01 to mh-51: the questions the committed labels and bench_results/judging.json cover
 SCORES = {"llm score": "the model's own 0/1/2", "score": "after the judge's checks (graphs.judge.checked)",
           "graph score": "what the graph keeps: 0 under the cosine cutoff without the model, else the checked score"}
 
@@ -74,7 +75,7 @@ def build_labels() -> list[dict]:
         other = next((o, chunk) for o, chunk in bearing[i + 1:] + bearing[:i] if o["source"] != q["source"])
         items.append({"question": q["question"], "passage": other[1], "source": f"docs/{other[0]['source']}",
                       "label": 0, "why": "the answer-bearing chunk of a question about another document"})
-    for q in json.loads((DATA / "multihop_questions.json").read_text(encoding="utf-8")):
+    for q in json.loads((DATA / "multihop_questions.json").read_text(encoding="utf-8"))[:LABELLED_MULTIHOP]:
         first = q["hops"][0]
         chunk = best_overlap(first["source"], first["evidence"])
         if not occurs_in(q["answer"], chunk):

@@ -1,8 +1,9 @@
 """Two-hop questions through plain RAG and the recursive judge: does a follow-up find the second passage, and what
 does it cost?
 
-data/multihop_questions.json holds 51 questions (26 English, 25 Chinese; span, comparison and yes/no answers), each
-needing one fact from each of two passages of data/docs and data/web (the file names them, with the evidence). Both
+data/multihop_questions.json holds 112 questions (55 English, 57 Chinese; span, comparison and yes/no answers), each
+needing one fact from each of two passages of data/docs and data/web (the file names them, with the evidence), in two
+fixed halves balanced by language and answer type: --split tune to choose settings, --split held_out to report. Both
 folders are indexed into one Milvus Lite collection, and each pipeline of --pipelines answers every question as the
 course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive and
 judge_extractive by default, rag and judge (generative) on request. Scores per row as in `bench answers`: EM, F1,
@@ -47,7 +48,7 @@ from benchmarks.answers import (
     where_seconds_go,
 )
 from rag_lib.embeddings import default_min_similarity
-from rag_lib.experiments.questions import QUESTIONS, load_questions
+from rag_lib.experiments.questions import QUESTIONS, SPLITS, load_questions
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.experiments.tokens import token_counter_for
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
@@ -113,7 +114,7 @@ def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file:
     return written
 
 
-def summarize(questions: list[dict], runs_file: Path) -> dict:
+def summarize(questions: list[dict], runs_file: Path, split: str | None = None) -> dict:
     """Per pipeline (all questions, then per language) the means with intervals; paired differences."""
     wanted, rows = {q["id"] for q in questions}, {}
     for row in read_jsonl(runs_file):
@@ -128,7 +129,8 @@ def summarize(questions: list[dict], runs_file: Path) -> dict:
         paired += [{"questions": group, "comparison": f"{a} - {b}"} | compare(by[a], by[b])
                    for a, b in PAIRS if set(by.get(a, {})) & set(by.get(b, {}))]
     loads = [r["load_1min"] for found in rows.values() for r in found.values()]
-    setup = {"questions": len(questions), "file": QUESTIONS.name, "corpus": "data/docs + data/web, one collection",
+    setup = {"questions": len(questions), "file": QUESTIONS.name, "split": split or "all",
+             "corpus": "data/docs + data/web, one collection",
              "retriever k": K, "BM25 analyzer": MEASURED_ANALYZER, "min_similarity": default_min_similarity(),
              "judge max_llm_calls": JUDGE_MAX_LLM_CALLS,
              "judge max_depth": JUDGE_MAX_DEPTH, "runs file": source_name(runs_file),
@@ -144,19 +146,21 @@ def main(argv: list[str]) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pipelines", default=DEFAULT_PIPELINES, help=f"comma list of {', '.join(PIPELINES)}")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the multi-hop questions (JSON)")
+    parser.add_argument("--split", choices=SPLITS, default=None, help="only one half of the questions (default: all)")
     parser.add_argument("--runs-file", type=Path, default=None,
                         help="where the rows are appended (default bench_results/answers_runs/multihop.jsonl)")
     parser.add_argument("--limit", type=int, default=None, help="write at most this many rows, then summarize")
     parser.add_argument("--summarize-only", action="store_true", help="only rebuild the summary from the rows")
-    parser.add_argument("--out", default="multihop", help="results name: bench_results/<out>.json")
+    parser.add_argument("--out", default=None,
+                        help="results name: bench_results/<out>.json (default multihop, or multihop_<split>)")
     args = parser.parse_args(argv)
     chosen = names(args.pipelines, PIPELINES, "--pipelines")
-    questions = load_questions(args.questions)
+    questions = load_questions(args.questions, args.split)
     runs_file = args.runs_file or RESULTS_DIR / "answers_runs" / "multihop.jsonl"
     started = time.perf_counter()
     if not args.summarize_only:
         run(get_chat_model(), questions, chosen, runs_file, args.limit)
-    results = summarize(questions, runs_file)
+    results = summarize(questions, runs_file, args.split)
     results["setup"]["seconds this run"] = round(time.perf_counter() - started, 1)
     print(format_table([{"questions": r["questions"], "pipeline": r["pipeline"], "n": r["n"], "errors": r["errors"],
                          "EM": with_ci(r, "EM"), "F1": with_ci(r, "F1"), "contains gold": with_ci(r, "contains gold"),
@@ -168,7 +172,8 @@ def main(argv: list[str]) -> None:
                              **{k: f"{v:.2f}" for k, v in r.items() if k.endswith("diff")}}
                             for r in results["paired"]]))
     print_seconds(results)
-    print("\nwrote", write_results(args.out, results))
+    out = args.out or (f"multihop_{args.split}" if args.split else "multihop")
+    print("\nwrote", write_results(out, results))
 
 
 if __name__ == "__main__":

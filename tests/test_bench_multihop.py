@@ -67,3 +67,10 @@ def test_rows_follow_ups_summary_and_resume(tmp_path, monkeypatch, bench_output)
 
     multihop.main(argv)  # resumed: every row is there, nothing is run or written again
     assert len(runs.read_text(encoding="utf-8").splitlines()) == len(rows)
+
+    multihop.main(argv[:-1] + ["mini_multihop_tune", "--split", "tune", "--summarize-only"])  # one half only
+    tune = bench_output("mini_multihop_tune")
+    in_tune = sum(q["split"] == "tune" for q in CHOSEN)
+    assert 0 < in_tune < len(CHOSEN)
+    assert tune["setup"]["split"] == "tune" and tune["setup"]["questions"] == in_tune
+    assert {(r["questions"], r["pipeline"]): r["n"] for r in tune["summary"]}["all", "rag_extractive"] == in_tune
