@@ -195,8 +195,7 @@ def check_tools(tools: Sequence[BaseTool]) -> None:
         if list(tool.args) != ["query"]:
             raise ValueError(
                 f"tool {tool.name!r} takes {list(tool.args)}: ToolOrAnswer drives tools that take one string "
-                "`query`; wrap it in such a tool, or use a model with native tool calling (constrained=False)."
-            )
+                "`query`; wrap it in such a tool, or use a model with native tool calling (constrained=False).")
 
 
 def next_step(llm: BaseChatModel, tools: Sequence[BaseTool], messages: Sequence[BaseMessage],

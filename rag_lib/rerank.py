@@ -228,8 +228,7 @@ def get_reranker(embeddings: Embeddings | None = None) -> BaseReranker:
             raise ConfigError(
                 "an HTTP reranker needs both RAG_RERANK_MODEL (e.g. jina-reranker-v2-base-multilingual, gte-rerank-v2) "
                 "and RAG_RERANK_BASE_URL (the full endpoint, e.g. https://api.jina.ai/v1/rerank); "
-                "RAG_RERANK_API_KEY if the service needs one. Unset them all to stay offline."
-            )
+                "RAG_RERANK_API_KEY if the service needs one. Unset them all to stay offline.")
         return HttpReranker(url, model, key)
     if cross_encoder:
         return SentenceTransformersReranker(cross_encoder)

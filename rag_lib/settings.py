@@ -133,10 +133,8 @@ class Settings(BaseSettings):
     @classmethod
     def _structured_method(cls, value: Any) -> Any:
         if value not in STRUCTURED_METHODS:
-            raise ValueError(
-                f"RAG_LLM_STRUCTURED={value} is not a structured-output method: set it to one of "
-                f"{', '.join(STRUCTURED_METHODS)}, or unset it to let the course probe the server."
-            )
+            raise ValueError(f"RAG_LLM_STRUCTURED={value} is not a structured-output method: set it to one of "
+                             f"{', '.join(STRUCTURED_METHODS)}, or unset it to let the course probe the server.")
         return value
 
     @field_validator("RAG_LLM_CONTEXT_TOKENS", mode="before")
@@ -145,8 +143,7 @@ class Settings(BaseSettings):
         if not str(value).isdigit() or int(value) < 1024:
             raise ValueError(
                 f"RAG_LLM_CONTEXT_TOKENS={str(value)!r} is not a context window: give the chat model's window in "
-                "tokens (at least 1024, e.g. RAG_LLM_CONTEXT_TOKENS=32768), or unset it to assume 4096."
-            )
+                "tokens (at least 1024, e.g. RAG_LLM_CONTEXT_TOKENS=32768), or unset it to assume 4096.")
         return int(value)
 
     @field_validator("RAG_MAX_FILE_MB", mode="before")
@@ -156,8 +153,7 @@ class Settings(BaseSettings):
             return float(value)
         except ValueError:
             raise ValueError(
-                f"RAG_MAX_FILE_MB={str(value)!r} is not a number of megabytes (e.g. RAG_MAX_FILE_MB=20)"
-            ) from None
+                f"RAG_MAX_FILE_MB={str(value)!r} is not a number of megabytes (e.g. RAG_MAX_FILE_MB=20)") from None
 
     @field_validator("RAG_RERANK_LLM", mode="before")
     @classmethod
@@ -187,8 +183,7 @@ def cache_dir() -> Path:
     except OSError as error:
         raise ConfigError(
             f"the cache folder {folder} cannot be used ({error.strerror}): set RAG_CACHE_DIR to a folder you can "
-            "write to (or unset it for ~/.cache/rag_lib)."
-        ) from None
+            "write to (or unset it for ~/.cache/rag_lib).") from None
     return folder
 
 

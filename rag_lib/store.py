@@ -142,8 +142,7 @@ def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
             raise MilvusLockedError(
                 f"the Milvus Lite database {uri} is open in another process (Lite allows one process at a time). "
                 "Close that process or notebook kernel (Kernel > Shut Down), or run a Milvus server that many "
-                "processes can share (docker compose up -d; MILVUS_URI=http://localhost:19530)."
-            ) from error
+                "processes can share (docker compose up -d; MILVUS_URI=http://localhost:19530).") from error
         raise
 
 
@@ -153,8 +152,7 @@ def check_lite_path(path: Path) -> None:
         raise MilvusPathError(
             f"{path} is a file, but Milvus Lite keeps a database in a folder of that name (a single .db file comes "
             "from an older milvus-lite and cannot be opened by this one): move or delete that file, or pass "
-            "another path, e.g. rag_lib.store.connect(uri='.milvus/new.db')."
-        )
+            "another path, e.g. rag_lib.store.connect(uri='.milvus/new.db').")
     path.parent.mkdir(parents=True, exist_ok=True)
 
 
@@ -258,8 +256,7 @@ def require_full_text_search(client: MilvusClient) -> None:
         f"the Milvus server reports version {version}, but the course schema needs Milvus {needed} or newer "
         f"(BM25 full-text search, which hybrid search builds on). Point MILVUS_URI at a Milvus {needed}+ server "
         "(docker compose up -d starts one) or unset it to use the embedded Milvus Lite. Nothing was created; "
-        "collections without BM25 (dense vectors, filters) still work on this server."
-    )
+        "collections without BM25 (dense vectors, filters) still work on this server.")
 
 
 def make_row(
@@ -296,8 +293,7 @@ def ensure_collection(
         if existing != dim:
             raise ValueError(
                 f"collection {name!r} stores {existing}-d vectors but the embedding model makes {dim}-d ones: "
-                f"use another collection name or drop it (client.drop_collection({name!r})) and re-index."
-            )
+                f"use another collection name or drop it (client.drop_collection({name!r})) and re-index.")
     else:
         try:
             client.create_collection(

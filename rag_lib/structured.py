@@ -68,8 +68,7 @@ def structured_method(llm: BaseChatModel) -> str | None:
         if setting not in (None, "function_calling"):
             raise ConfigError(
                 f"RAG_LLM_STRUCTURED={setting} applies to OpenAI-compatible endpoints (RAG_LLM_MODEL); the local "
-                "llama.cpp model always answers with a grammar-forced tool call: unset RAG_LLM_STRUCTURED."
-            )
+                "llama.cpp model always answers with a grammar-forced tool call: unset RAG_LLM_STRUCTURED.")
         return None
     if setting or not _is_openai_endpoint(llm):
         return setting
@@ -103,8 +102,7 @@ def probe_structured_method(llm: BaseChatModel) -> str:
         f"no structured-output method works with {getattr(llm, 'model_name', llm)} at "
         f"{getattr(llm, 'openai_api_base', None) or 'api.openai.com'} ({'; '.join(failures)}). Set "
         f"RAG_LLM_STRUCTURED to the method your provider documents ({', '.join(STRUCTURED_METHODS)}), or use a "
-        "model that supports tool calls or JSON output."
-    )
+        "model that supports tool calls or JSON output.")
 
 
 def structured_output(llm: BaseChatModel, schema: type[BaseModel], *, max_tokens: int | None = None) -> Runnable:
@@ -130,8 +128,7 @@ def structured_output(llm: BaseChatModel, schema: type[BaseModel], *, max_tokens
                 raise ConfigError(
                     f"the server refused structured output with RAG_LLM_STRUCTURED={setting} (HTTP {status}: "
                     f"{_short(getattr(error, 'message', str(error)))}): set RAG_LLM_STRUCTURED to a method it "
-                    "supports, or unset it to let the course probe the server."
-                ) from error
+                    "supports, or unset it to let the course probe the server.") from error
             raise
 
     return RunnableLambda(call, name=f"structured_output[{schema.__name__}]")

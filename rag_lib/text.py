@@ -34,8 +34,7 @@ def check_query(text: str) -> str:
     if bad:
         raise InvalidQueryError(
             f"invalid text in the query {text[:60]!r}: character {bad.start()} is {bad.group()!r}, a lone surrogate "
-            "(not valid Unicode). Remove it, or decode the text's bytes as UTF-8 with errors='replace'."
-        )
+            "(not valid Unicode). Remove it, or decode the text's bytes as UTF-8 with errors='replace'.")
     return text
 
 

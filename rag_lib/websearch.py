@@ -111,8 +111,7 @@ class OfflineWebSearch:
         if not folder.is_dir():
             raise FileNotFoundError(
                 f"Offline web corpus folder {folder} does not exist: point RAG_WEB_CORPUS at a folder of .md "
-                "pages, or set TAVILY_API_KEY to search the live web."
-            )
+                "pages, or set TAVILY_API_KEY to search the live web.")
         files = sorted(folder.glob("*.md"))
         return cls([parse_page(file.read_text(encoding="utf-8-sig"), file) for file in files])
 
@@ -235,8 +234,7 @@ def search_with_limit(web_search: WebSearch, query: str, k: int, timeout: float 
     thread.join(timeout)
     if thread.is_alive():
         raise WebSearchTimeout(
-            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise web_timeout for a slow backend)"
-        )
+            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise web_timeout for a slow backend)")
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome.get("result")

@@ -279,8 +279,7 @@ def approve_web(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
     if info is None or info.thread_id is None:
         raise ValueError(
             "ask_before_web=True pauses the run until the user answers: build the graph with a checkpointer, "
-            "build_crag_graph(InMemorySaver()), and invoke it with config={'configurable': {'thread_id': ...}}."
-        )
+            "build_crag_graph(InMemorySaver()), and invoke it with config={'configurable': {'thread_id': ...}}.")
     reply = interrupt({"question": state["question"], "web_query": state["web_query"]})
     if isinstance(reply, bool):
         if reply:
