@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from benchmarks.answers import K, cmrc_setup, sample_questions, without_citations
+from benchmarks.answers import K, cmrc_setup, sample_questions
 from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.experiments.cmrc import load_cmrc
-from rag_lib.experiments.evaluation import f1
+from rag_lib.experiments.evaluation import f1, without_citations
 from rag_lib.experiments.results import RESULTS_DIR, format_table
 from rag_lib.graphs.rag import answer_messages, is_refusal
 from rag_lib.index import index_directory
