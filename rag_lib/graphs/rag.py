@@ -27,14 +27,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from rag_lib.matching import CITATION, clause_holding, occurs_in, same_word, supported
-from rag_lib.prompts import (
-    ANSWER_PROMPT,
-    EXTRACT_PROMPT,
-    EXTRACT_REMINDER,
-    PASSAGE_REMINDER,
-    fit_prompt,
-    passage_block,
-)
+from rag_lib.prompts import ANSWER_PROMPT, EXTRACT_PROMPT, EXTRACT_REMINDER, PASSAGE_REMINDER, fit_prompt, passage_block
 from rag_lib.text import detect_language, tokenize
 
 REFUSAL = {"zh": "文档中没有找到相关信息。", "en": "The documents do not contain this information."}
