@@ -1,16 +1,10 @@
 """Every prompt the library sends to a model (at the end of this module, grouped by the module that sends it), and
 how prompts carry retrieved text: passages fenced as quoted data, and every prompt fitted to the model's window.
 
-Fence: each passage goes inside `<passage id=N source="...">` ... `</passage>`, tag look-alikes inside the text are
-neutralised, and the prompt says, before and after the passages, that text in the tags is data, never instructions.
-A document that says "ignore previous instructions" is then something the model reads about, not something it is
-told. The answer prompt (rag_lib.graphs.rag) also keeps the passages in the system message and the user's question
-alone in the user turn: of the layouts tried on the local 1.5B model, that one obeyed injected orders least.
-
-Budget: llama.cpp refuses a prompt longer than its context window (`Requested tokens (...) exceed context window`).
-`fit_prompt` counts tokens with the model's own tokenizer when it has one (llama.cpp) and with a conservative
-estimate otherwise, keeps `max_tokens` free for the reply, cuts the question to MAX_QUESTION_TOKENS, then keeps
-passages in rank order until the budget is spent: the passage that does not fit is cut, the ones after it dropped.
+Fence: each passage goes inside `<passage id=N source="...">` ... `</passage>` (tag look-alikes in the text
+neutralised), and the prompt says before and after the passages that text in the tags is data, never instructions.
+Budget: llama.cpp refuses a prompt longer than its context window, so `fit_prompt` keeps room for the reply, cuts
+the question to MAX_QUESTION_TOKENS and keeps passages in rank order while they fit.
 """
 
 from __future__ import annotations
@@ -44,8 +38,7 @@ _TAG = re.compile(r"[<＜﹤]\s*(/?)\s*passage", re.IGNORECASE)
 
 
 def fence(text: str) -> str:
-    """Passage text with anything that looks like a <passage> or </passage> tag neutralised (‹passage), so a
-    document cannot close its own fence and write outside it."""
+    """Passage text with <passage> / </passage> look-alikes neutralised (‹passage): it cannot close its fence."""
     return _TAG.sub(lambda m: f"‹{m.group(1)}passage", text)
 
 
@@ -57,8 +50,7 @@ def passage_block(number: int, text: str, source: str = "") -> str:
 
 
 def context_window(llm: object | None) -> int:
-    """The model's context window in tokens: llama.cpp's n_ctx, else RAG_LLM_CONTEXT_TOKENS (default 4096, the
-    window assumed for a model that does not say)."""
+    """The model's context window in tokens: llama.cpp's n_ctx, else RAG_LLM_CONTEXT_TOKENS (default 4096)."""
     client = getattr(llm, "client", None)
     if client is not None and callable(getattr(client, "n_ctx", None)):
         return int(client.n_ctx())
@@ -94,15 +86,10 @@ def cap_question(question: str, llm: object | None = None) -> str:
     return cut_to_tokens(question, MAX_QUESTION_TOKENS, token_counter(llm))
 
 
-def fit_prompt(
-    llm: object | None,
-    build: Callable[[str, list[Document]], list[BaseMessage]],
-    question: str,
-    documents: Sequence[Document] = (),
-) -> tuple[str, list[Document]]:
+def fit_prompt(llm: object | None, build: Callable[[str, list[Document]], list[BaseMessage]], question: str,
+               documents: Sequence[Document] = ()) -> tuple[str, list[Document]]:
     """(question, documents) cut so that `build(question, documents)` fits the model's window with room for the
-    reply: the question to MAX_QUESTION_TOKENS, then passages in rank order until the budget is spent (the one
-    that does not fit is cut, the lower-ranked ones dropped). `llm` None: the assumed window and the estimate."""
+    reply: the passage that does not fit is cut, the lower-ranked ones dropped. `llm` None: an assumed window."""
     count = token_counter(llm)
     budget = context_window(llm) - reply_tokens(llm) - SAFETY_TOKENS
     question = cut_to_tokens(question, MAX_QUESTION_TOKENS, count)
