@@ -1,5 +1,5 @@
-"""Every prompt the library sends to a model (at the end of this module, grouped by the module that sends it), and
-how prompts carry retrieved text: passages fenced as quoted data, and every prompt fitted to the model's window.
+"""The prompts the library sends to a model (grouped by the module that sends it; the app's router and grader and the
+node groups keep their own), and how prompts carry retrieved text: fenced as quoted data, fitted to the window.
 
 Fence: each passage goes inside `<passage id=N source="...">` ... `</passage>` (tag look-alikes in the text
 neutralised), and the prompt says before and after the passages that text in the tags is data, never instructions.
@@ -166,17 +166,6 @@ JUDGE_PROMPT = (
 )
 JUDGE_REQUEST = "Question: {question}\nPassage:\n{passage}"  # question first: sibling judges share a prompt prefix
 
-# -------- answer grading (rag_lib.app.grading)
-
-GRADE_PROMPT = (
-    "Grade the answer from 1 (poor) to 5 (excellent).\n"
-    "faithfulness: every statement is supported by the passages\n"
-    "relevance: the answer addresses the question\n"
-    "completeness: the answer gives everything the question asks for\n"
-    + PASSAGE_RULE
-    + "\n\nPassages:\n{passages}\n\nQuestion: {question}\nAnswer: {answer}"
-)
-
 # -------- the tool-using agent (rag_lib.agent)
 
 # Few-shot examples of the first step, one pair per kind of step (documents, web, no lookup); they share no question
@@ -208,28 +197,6 @@ RESULTS_REMINDER = (
 )
 RESULTS_REQUEST = "Results of {tool}:\n{results}\n\n" + RESULTS_REMINDER + "\nQuestion: {question}"
 ANSWER_ONLY = "You have searched enough: answer now from the results above, or say you did not find the answer."
-
-# -------- the app's message router (rag_lib.app.intent)
-
-ROUTER_SYSTEM = (
-    "You route messages sent to a document assistant. Actions:\n"
-    "save - the message gives text or files to store and asks no question\n"
-    "retrieve - the message asks a question to answer from the stored documents\n"
-    "save_then_retrieve - the message gives text or files to store AND asks a question about them\n"
-    "unknown - greetings, small talk, creative writing, or other tasks"
-)
-# (message, files attached, action): shown to the model as earlier chat turns
-ROUTER_EXAMPLES = [
-    ("Remember this: the gym opens at 6 am.", False, "save"),
-    ("How do I reset my password?", False, "retrieve"),
-    ("Good morning!", False, "unknown"),
-    ("Note: Anna's extension is 4312. What is Anna's extension?", False, "save_then_retrieve"),
-    ("请保存：项目预算是五万元。", False, "save"),
-    ("LangGraph 的检查点保存在哪里？", False, "retrieve"),
-    ("Write a haiku about the sea.", False, "unknown"),
-    ("What does this contract say about penalties?", True, "save_then_retrieve"),
-    ("Add these to the knowledge base.", True, "save"),
-]
 
 # -------- query transformations (rag_lib.experiments.advanced)
 
@@ -267,20 +234,6 @@ RERANK_PROMPT = (
     "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
     "Question: {query}\nPassage: {passage}"
 )
-
-# -------- node groups: summary, keywords and questions derived from a text (rag_lib.node_groups)
-
-# Text first, instructions after, in the text's language: the 1.5B model then answers in that language
-# (an English instruction before a Chinese text gave English rows, and "summary: 1-2 sentences" was copied).
-NODE_GROUP_PROMPTS = {
-    "zh": "{text}\n\n请为上面的文本建立检索索引，全部用中文填写：summary 用自己的话写一句话的摘要；"
-    "keywords 列出最多 6 个关键词；"
-    "qa_pairs 写 3 个文本能回答的具体问题，每个配一个从文本中摘出的简短答案。",
-    "en": "{text}\n\nIndex the text above for search, in English: summary = what it is about, in one sentence "
-    "of your own; "
-    "keywords = up to 6 key terms; qa_pairs = 3 specific questions the text answers, each with a short answer "
-    "copied from the text.",
-}
 
 # -------- structured output in JSON mode and the probe of a server (rag_lib.structured)
 
