@@ -83,7 +83,7 @@ from rag_lib.index import index_directory, source_name
 from rag_lib.llm import get_chat_model
 from rag_lib.matching import any_occurs_in, occurs_in
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
+from rag_lib.store import PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
 from rag_lib.websearch import OfflineWebSearch
@@ -333,7 +333,7 @@ def run_pipeline(
 def indexed_retrievers(files: Path, database: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
     """Index `files` into a new Milvus Lite database (closed by `stack`); a maker of K-hit retrievers over it."""
     client = connect(uri=str(database))
-    stack.callback(close, client)  # also stops Lite's in-process server before its folder is removed
+    stack.callback(client.close)  # also stops Lite's in-process server before its folder is removed
     embeddings = get_embeddings()
     ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
     index_directory(client, files, embeddings, progress=False)
@@ -777,7 +777,7 @@ def main(argv: list[str]) -> None:
             ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
             index_directory(client, DATA / "docs", embeddings, progress=False)
             results["grader"] = run_grader(llm, Retriever(client=client, embeddings=embeddings, k=4))
-            close(client)
+            client.close()
     if "cmrc" in args.parts:
         restore = stop_on_sigterm()
         try:

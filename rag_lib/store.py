@@ -14,8 +14,8 @@ import os
 import re
 import weakref
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -176,19 +176,9 @@ def _forget_lite(path: str) -> None:
     server_manager_instance.release_server(path)
 
 
-def close(client: MilvusClient) -> None:
-    """Close a client: one from `connect` on Milvus Lite also frees its database (`LiteClient.close`)."""
-    client.close()
-
-
-@contextmanager
-def opened(name: str = "rag", uri: str | None = None) -> Iterator[MilvusClient]:
+def opened(name: str = "rag", uri: str | None = None) -> closing[MilvusClient]:
     """`connect(name, uri)` for a `with` block: the client is closed, and a Lite database released, at its end."""
-    client = connect(name, uri)
-    try:
-        yield client
-    finally:
-        close(client)
+    return closing(connect(name, uri))
 
 
 def build_schema(dim: int, analyzer_params: dict[str, Any] | None = None,
