@@ -64,6 +64,7 @@ class SearchTerms(BaseModel):
 
 
 class CRAGState(TypedDict, total=False):
+    """What one CRAG run reads and writes: each key with the node that writes it."""
     question: str  # the user's question: the input
     max_llm_calls: int  # retrieve: this run's budget, CRAGContext.max_llm_calls (a setting of the run, not an input)
     documents: list[Document]  # retrieved from the local index (retrieve)

@@ -73,6 +73,7 @@ class JudgeContext:
 
 
 class JudgeState(TypedDict, total=False):
+    """What one judge run reads and writes: each key with the node that writes it."""
     question: str  # the input: the user's question, or a follow-up when `explore` started this run
     depth: int  # 0 for the user's question, +1 per follow-up level (input for a follow-up, else set by retrieve)
     budget: int  # model calls this run may make, its children's included (input, else max_llm_calls by retrieve)

@@ -43,6 +43,7 @@ NOT_FOUND = ("没有", "不知道", "无法", "未提及", "不包含", "not ", 
 
 
 class RAGState(TypedDict, total=False):
+    """What one RAG run reads and writes: each key with the node that writes it."""
     question: str  # the user's question: the input
     documents: list[Document]  # passages that passed the retriever's similarity cutoff (retrieve)
     answer: str  # the cited answer (generate) or the fixed "not in the documents" reply (refuse)
