@@ -273,7 +273,7 @@ def rewrite_query(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
 
 def approve_web(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
     """With `ask_before_web`, pause until Command(resume=...): True searches, False or "" skips the web, a string is
-    the query to search instead. Its own node: a resumed node reruns from its start, so nothing may come before."""
+    the query instead. Its own node: a resumed node reruns from its start, so no side effect may precede the pause."""
     if not runtime.context.ask_before_web:
         return {}
     info = runtime.execution_info
