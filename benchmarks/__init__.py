@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import os
 import platform
-import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +26,6 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     start = time.perf_counter()
     result = fn()
     return result, time.perf_counter() - start
-
-
-def percentile(values: Iterable[float], q: float) -> float:
-    """The q-th percentile (0-100) of `values`, linear interpolation."""
-    data = sorted(values)
-    if not data:
-        return float("nan")
-    if len(data) == 1:
-        return data[0]
-    return statistics.quantiles(data, n=100, method="inclusive")[min(max(int(round(q)) - 1, 0), 98)]
 
 
 def write_results(

@@ -22,7 +22,7 @@ import numpy as np
 from benchmarks import answers, write_results
 from benchmarks.builds import venv_build
 from rag_lib.experiments.cmrc import cmrc_path, load_cmrc
-from rag_lib.experiments.evaluation import bootstrap_ci, paired_difference
+from rag_lib.experiments.evaluation import bootstrap_ci, paired_difference, rescored
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl
 from rag_lib.llm import get_chat_model
 
@@ -96,7 +96,7 @@ def rates(rows: list[dict]) -> dict[str, float]:
 def summarize(runs_dir: Path, sample: list[dict], pipelines: list[str]) -> dict:
     """The slice's table from the runs folder and the answers benchmark's rows on the same questions."""
     rows = answers.sample_rows(runs_dir, SETTING, sample)
-    earlier = [answers.rescored(r) for r in read_jsonl(RESULTS_DIR / "answers_runs" / f"{SETTING}.jsonl")]
+    earlier = [rescored(r) for r in read_jsonl(RESULTS_DIR / "answers_runs" / f"{SETTING}.jsonl")]
     table = []
     for name in pipelines:
         before = {r["id"]: r for r in earlier if r["pipeline"] == name}

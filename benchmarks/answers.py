@@ -40,7 +40,6 @@ import argparse
 import json
 import os
 import random
-import re
 import signal
 import tempfile
 import threading
@@ -66,7 +65,16 @@ from tqdm import tqdm
 from benchmarks import MEASURED_ANALYZER, write_results
 from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.experiments.cmrc import Dataset, cmrc_path, load_cmrc
-from rag_lib.experiments.evaluation import bootstrap_ci, exact_match, f1, paired_difference
+from rag_lib.experiments.evaluation import (
+    bootstrap_ci,
+    cited_passage,
+    clause_scores,
+    exact_match,
+    f1,
+    paired_difference,
+    rescored,
+    without_citations,
+)
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.experiments.tokens import TokenCounter, token_counter_for
 from rag_lib.graphs.crag import CRAGContext, PassageAnswer, build_crag_graph, grade_with_llm
@@ -74,9 +82,9 @@ from rag_lib.graphs.judge import JudgeContext, answer_documents, build_judge_gra
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
 from rag_lib.llm import get_chat_model
-from rag_lib.matching import any_occurs_in, clause_holding, occurs_in
+from rag_lib.matching import any_occurs_in, occurs_in
 from rag_lib.retriever import Retriever
-from rag_lib.store import PROJECT_ROOT, close, connect, ensure_collection_for
+from rag_lib.store import PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
 from rag_lib.websearch import OfflineWebSearch
@@ -110,7 +118,6 @@ LLM_ONLY_SYSTEM = (
     "If you do not know the answer, reply only: {unknown}"
 )
 UNKNOWN = {"zh": "我不知道。", "en": "I don't know."}
-CITATION = re.compile(r"\s*\[\d+(?:\s*[,，]\s*\d+)*\]")
 
 
 class NaiveRelevance(BaseModel):
@@ -206,26 +213,6 @@ def sample_questions(data: Dataset, n: int, seed: int) -> list[dict]:
         raise ValueError(f"--n {n}: the CMRC file has only {len(pool)} questions with a text and an answer")
     random.Random(seed).shuffle(pool)
     return [q | {"rank": rank} for rank, q in enumerate(pool[:n], 1)]
-
-
-def without_citations(answer: str) -> str:
-    """The answer without its citation markers ([1], [1, 2]): they point at sources, they are not part of it."""
-    return CITATION.sub("", answer).strip()
-
-
-def cited_passage(answer: str, contexts: list[str]) -> str:
-    """The first text the generator saw that holds the answer (citations left out), as `cited_span` picks it: the
-    passage an extractive answer was copied from; "" for an answer that is not a copy."""
-    span = without_citations(answer)
-    return next((text for text in contexts if occurs_in(span, text)), "")
-
-
-def clause_scores(answer: str, golds: list[str], passage: str) -> dict[str, float]:
-    """EM and F1 of the answer widened to its clause of `passage` (what mode="clause" answers, with no model call:
-    the same copy, widened); an answer that is not a copy (no passage) is scored as it is."""
-    span = without_citations(answer)
-    widened = clause_holding(span, passage) if passage else span
-    return {"em_clause": exact_match(widened, golds), "f1_clause": f1(widened, golds)}
 
 
 def score(answer: str, golds: list[str], contexts: list[str]) -> dict[str, Any]:
@@ -365,7 +352,7 @@ def run_pipeline(
 def indexed_retrievers(files: Path, database: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
     """Index `files` into a new Milvus Lite database (closed by `stack`); a maker of K-hit retrievers over it."""
     client = connect(uri=str(database))
-    stack.callback(close, client)  # also stops Lite's in-process server before its folder is removed
+    stack.callback(client.close)  # also stops Lite's in-process server before its folder is removed
     embeddings = get_embeddings()
     ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
     index_directory(client, files, embeddings, progress=False)
@@ -571,18 +558,6 @@ def run_cmrc(
 
 
 # ---------------------------------------------------------------- summary with bootstrap intervals
-
-
-def rescored(row: dict) -> dict:
-    """The row with EM, F1 (as answered and widened to the clause of its `cited_passage`) and contains gold
-    recomputed from its answer with the current metrics (no model call; evidence and cost stay as measured); a
-    failed run stays 0."""
-    if row["error"]:
-        return row | {"em_clause": 0.0, "f1_clause": 0.0}
-    golds, answer = row["golds"], without_citations(row["answer"])
-    return row | {"em": exact_match(answer, golds), "f1": f1(answer, golds),
-                  "contains": float(any_occurs_in(golds, [answer]))} | clause_scores(answer, golds,
-                                                                                      row.get("cited_passage", ""))
 
 
 def interval(values: list[float], statistic: Callable[..., Any] = np.mean) -> tuple[float, list[float]]:
@@ -823,7 +798,7 @@ def main(argv: list[str]) -> None:
             ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
             index_directory(client, DATA / "docs", embeddings, progress=False)
             results["grader"] = run_grader(llm, Retriever(client=client, embeddings=embeddings, k=4))
-            close(client)
+            client.close()
     if "cmrc" in args.parts:
         restore = stop_on_sigterm()
         try:

@@ -16,10 +16,11 @@ from rank_bm25 import BM25Okapi
 from tqdm import tqdm
 
 from benchmarks import write_results
-from benchmarks.retrieval import chunk_contexts, cmrc_parser, cmrc_sample, half_a
+from benchmarks.retrieval import cmrc_parser, cmrc_sample, half_a
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.embeddings import embed_queries, get_embeddings
 from rag_lib.experiments.cmrc import Dataset, dataset_label
+from rag_lib.experiments.cmrc_search import chunk_contexts
 from rag_lib.experiments.evaluation import bootstrap_ci
 from rag_lib.experiments.results import format_table
 from rag_lib.text import tokenize

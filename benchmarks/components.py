@@ -28,21 +28,14 @@ from langchain_core.stores import InMemoryStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
-from benchmarks import MEASURED_ANALYZER, percentile, write_results
-from benchmarks.retrieval import (
-    CANDIDATES,
-    Search,
-    chunk_contexts,
-    cmrc_chunks,
-    cmrc_parser,
-    load_collection,
-    to_contexts,
-)
+from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks.retrieval import cmrc_chunks, cmrc_parser
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, SEPARATORS, recursive_split
 from rag_lib.embeddings import E5_MIN_SIMILARITY
 from rag_lib.experiments.advanced import hyde_search, multi_query_search, small_to_big
 from rag_lib.experiments.cmrc import Dataset, dataset_label
-from rag_lib.experiments.evaluation import paired_difference, recall_at_k, reciprocal_rank
+from rag_lib.experiments.cmrc_search import CANDIDATES, Search, chunk_contexts, load_collection, to_contexts
+from rag_lib.experiments.evaluation import paired_difference, percentile, recall_at_k, reciprocal_rank
 from rag_lib.experiments.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
 from rag_lib.experiments.results import LLM_BASELINE, format_table
 from rag_lib.llm import get_chat_model

@@ -16,10 +16,11 @@ from tqdm import tqdm
 from benchmarks import MEASURED_ANALYZER, write_results
 from benchmarks.components import RESAMPLES, score, summary
 from benchmarks.lite import grown_rows
-from benchmarks.retrieval import CANDIDATES, Search, chunk_contexts, cmrc_parser, cmrc_run, load_rows, milvus_search
+from benchmarks.retrieval import cmrc_parser, cmrc_run
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.embeddings import USEEmbeddings, raw_embeddings
 from rag_lib.experiments.cmrc import dataset_label
+from rag_lib.experiments.cmrc_search import CANDIDATES, Search, chunk_contexts, load_rows, milvus_search
 from rag_lib.experiments.evaluation import paired_difference
 from rag_lib.experiments.results import format_table
 from rag_lib.retriever import Retriever

@@ -18,17 +18,9 @@ import numpy as np
 
 from benchmarks import MEASURED_ANALYZER, write_results
 from benchmarks.components import RESAMPLES, score, summary
-from benchmarks.retrieval import (
-    BATCH,
-    CANDIDATES,
-    BatchSearch,
-    Search,
-    cmrc_chunks,
-    cmrc_parser,
-    milvus_batch,
-    peer_bm25,
-)
+from benchmarks.retrieval import BATCH, cmrc_chunks, cmrc_parser, milvus_batch
 from rag_lib.experiments.cmrc import dataset_label
+from rag_lib.experiments.cmrc_search import CANDIDATES, BatchSearch, Search, peer_bm25
 from rag_lib.experiments.evaluation import paired_difference
 from rag_lib.experiments.results import format_table
 from rag_lib.retriever import Retriever

@@ -32,7 +32,7 @@ from rag_lib.chunking import Chunker
 from rag_lib.embeddings import passage_cache
 from rag_lib.experiments.lc_milvus import hybrid_store
 from rag_lib.index import chunk_rows, index_directory, list_files
-from rag_lib.store import PROJECT_ROOT, close, connect, count_rows
+from rag_lib.store import PROJECT_ROOT, connect, count_rows
 
 OUT = PROJECT_ROOT / "bench_results" / "indexing_api.json"
 DOCS = PROJECT_ROOT / "data" / "docs"
@@ -77,7 +77,7 @@ def run_ours(folder: Path, workdir: Path, embeddings: Embeddings) -> list[dict[s
                           "rows written": report.chunks_written,
                           "rows before": before, "rows after": count_rows(client, "docs")})
     finally:
-        close(client)
+        client.close()
     return steps
 
 

@@ -31,26 +31,16 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from tqdm import tqdm
 
-from benchmarks import MEASURED_ANALYZER, percentile, write_results
+from benchmarks import MEASURED_ANALYZER, write_results
 from benchmarks.components import RESAMPLES, score, summary
 from benchmarks.fusion import precomputed
-from benchmarks.retrieval import (
-    BATCH,
-    CANDIDATES,
-    Search,
-    chunk_contexts,
-    cmrc_parser,
-    cmrc_run,
-    load_rows,
-    milvus_batch,
-    milvus_search,
-    peer_bm25,
-)
+from benchmarks.retrieval import BATCH, cmrc_parser, cmrc_run, milvus_batch
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
 from rag_lib.embeddings import cap_query, embed_queries
 from rag_lib.experiments.client_bm25 import BM25Encoder, ClientBM25Search, create_collection
 from rag_lib.experiments.cmrc import dataset_label
-from rag_lib.experiments.evaluation import paired_difference
+from rag_lib.experiments.cmrc_search import CANDIDATES, Search, chunk_contexts, load_rows, milvus_search, peer_bm25
+from rag_lib.experiments.evaluation import paired_difference, percentile
 from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
 from rag_lib.experiments.results import format_table
 from rag_lib.retriever import Retriever

@@ -43,11 +43,11 @@ from benchmarks.answers import (
     names,
     print_seconds,
     rag_context,
-    rescored,
     run_pipeline,
     where_seconds_go,
 )
 from rag_lib.embeddings import default_min_similarity
+from rag_lib.experiments.evaluation import rescored
 from rag_lib.experiments.questions import QUESTIONS, SPLITS, load_questions
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.experiments.tokens import token_counter_for

@@ -23,17 +23,17 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from benchmarks.answers import K, cmrc_setup, sample_questions, without_citations
+from benchmarks.answers import K, cmrc_setup, sample_questions
 from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.experiments.cmrc import load_cmrc
-from rag_lib.experiments.evaluation import f1
+from rag_lib.experiments.evaluation import f1, without_citations
 from rag_lib.experiments.results import RESULTS_DIR, format_table
 from rag_lib.graphs.rag import answer_messages, is_refusal
 from rag_lib.index import index_directory
 from rag_lib.llm import get_chat_model
 from rag_lib.matching import CITATION, SUPPORT_MIN_WORDS, support, supported
 from rag_lib.retriever import Retriever
-from rag_lib.store import close, connect, ensure_collection_for
+from rag_lib.store import connect, ensure_collection_for
 
 RUNS = RESULTS_DIR / "answers_runs"
 OUT = RESULTS_DIR / "support_check.json"
@@ -104,7 +104,7 @@ def retrieved(data, setting: str, questions: dict[str, str], cutoffs: Iterable[b
                 for qid, question in questions.items():
                     out[setting, with_cutoff, qid] = [d.page_content for d in retriever.invoke(question)]
         finally:
-            close(client)
+            client.close()
     return out
 
 
@@ -141,7 +141,7 @@ def generated_answers(data, sample: list[dict], have: set[str], n: int) -> list[
                              "golds": q["golds"], "answer": answer})
                 print(q["rank"], f"{f1(without_citations(answer), q['golds']):.2f}", answer[:80], flush=True)
         finally:
-            close(client)
+            client.close()
     return rows
 
 

@@ -1,14 +1,10 @@
 """Agentic RAG: LangChain's `create_agent` with a document-search tool and a web-search tool; the model decides
 at each step whether to search (which tool, what query) or to answer.
 
-A small local model does not make that choice by itself: through llama.cpp, tool_choice "auto" is refused
-in-process and never taken by the OpenAI-compatible server. `ToolOrAnswer` middleware makes the choice by
-constrained decoding instead: every model step must reply with one JSON object, `{"action": <a tool name or
-"answer">, "query": ..., "answer": ...}`, which the schema (a grammar on llama.cpp, json_schema on a server)
-guarantees. Models with native tool calling can run without it (`build_agent(..., constrained=False)`).
-Loop guards: after `max_tool_calls` searches the schema offers only "answer" (the last call still answers), and
-LangChain's ModelCallLimitMiddleware stops a run after `max_model_calls` model calls (without an answer). A reply
-that breaks the schema ends the run with a fixed reply instead of an error.
+llama.cpp never takes tool_choice "auto", so `ToolOrAnswer` middleware makes the choice by constrained decoding:
+each step replies with one JSON object `{"action": <a tool name or "answer">, "query": ..., "answer": ...}`
+(`build_agent(..., constrained=False)` for models with native tool calling). After `max_tool_calls` searches only
+"answer" is offered, and ModelCallLimitMiddleware stops a run after `max_model_calls` model calls.
 """
 
 from __future__ import annotations
@@ -38,13 +34,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 from pydantic import BaseModel, Field, create_model
 
-from rag_lib.prompts import (
-    AGENT_PROMPT,
-    ANSWER_ONLY,
-    RESULTS_REQUEST,
-    cap_question,
-    passage_block,
-)
+from rag_lib.prompts import AGENT_PROMPT, ANSWER_ONLY, RESULTS_REQUEST, cap_question, passage_block
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
 from rag_lib.websearch import (
@@ -100,9 +90,8 @@ def failed_search(error: BaseException) -> str:
 
 
 def web_tool(web_search: WebSearch, k: int = 3, name: str = "web_search", web_timeout: float = WEB_TIMEOUT) -> BaseTool:
-    """The web search as a tool taking one `query`, under the course's web policy (rag_lib.websearch.search_pages):
-    each try gets `web_timeout` seconds; a transient failure is raised for build_agent's retry (`web_retry`), any
-    other failure is reported to the model, not raised."""
+    """The web search as a tool taking one `query` (rag_lib.websearch.search_pages): a transient failure is raised
+    for `web_retry`, any other is reported to the model."""
 
     def search(query: str) -> tuple[str, list[Document]]:
         try:
@@ -129,8 +118,7 @@ def web_retry(tools: Sequence[BaseTool]) -> ToolRetryMiddleware:
 
 
 def step_schema(tool_names: Sequence[str], answer_only: bool = False) -> type[BaseModel]:
-    """The reply schema of one step: `action` is one of the tools or "answer" ("answer" only when searching is
-    over), `query` the tool's input, `answer` the final reply."""
+    """The reply schema of one step: `action` (a tool, or "answer"), `query` the tool's input, `answer` the reply."""
     actions = ("answer",) if answer_only else (*tool_names, "answer")
     return create_model(
         "AgentStep",
@@ -142,9 +130,8 @@ def step_schema(tool_names: Sequence[str], answer_only: bool = False) -> type[Ba
 
 
 def plain_messages(system: str, messages: Sequence[BaseMessage], llm: BaseChatModel | None = None) -> list[BaseMessage]:
-    """The conversation as plain system/user/assistant text any chat model reads: a tool call becomes the step's
-    JSON, a tool result a user message holding the fenced passages and, last, the question again (a small model
-    follows what it read last)."""
+    """The conversation as plain chat messages: a tool call becomes the step's JSON, a tool result a user message
+    with the fenced passages and, last, the question again (a small model follows what it read last)."""
     out: list[BaseMessage] = [SystemMessage(system)]
     question = ""
     for message in messages:
@@ -195,8 +182,7 @@ def check_tools(tools: Sequence[BaseTool]) -> None:
         if list(tool.args) != ["query"]:
             raise ValueError(
                 f"tool {tool.name!r} takes {list(tool.args)}: ToolOrAnswer drives tools that take one string "
-                "`query`; wrap it in such a tool, or use a model with native tool calling (constrained=False)."
-            )
+                "`query`; wrap it in such a tool, or use a model with native tool calling (constrained=False).")
 
 
 def next_step(llm: BaseChatModel, tools: Sequence[BaseTool], messages: Sequence[BaseMessage],
@@ -243,10 +229,8 @@ def conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 
 class FreshQuestion(AgentMiddleware):
-    """Starts every run on a thread (a new question) as on a fresh thread: the searches made for earlier questions
-    belong to them and leave the thread (Overwrite: the messages reducer would only add), the conversation stays.
-    So the prompt does not grow with old passages, and a run stopped by the model call limit leaves no unanswered
-    tool call behind."""
+    """Starts every question on a thread from the conversation alone: earlier questions' searches leave the thread,
+    so the prompt does not grow with old passages."""
 
     def before_agent(self, state: dict[str, Any], runtime: Runtime) -> dict[str, Any] | None:
         """The thread's messages as `conversation` keeps them, when earlier searches are there to drop."""
@@ -254,28 +238,16 @@ class FreshQuestion(AgentMiddleware):
         return {"messages": Overwrite(kept)} if len(kept) < len(state["messages"]) else None
 
 
-def build_agent(
-    llm: BaseChatModel,
-    tools: Sequence[BaseTool],
-    *,
-    constrained: bool = True,
-    max_tool_calls: int = 2,
-    max_model_calls: int = 4,
-    checkpointer: BaseCheckpointSaver | None = None,
-) -> CompiledStateGraph:
-    """`create_agent` over `tools`; `constrained` adds ToolOrAnswer (needed by the local model), otherwise the
-    model's native tool calling decides and the system prompt is the same. ModelCallLimitMiddleware raises
-    ModelCallLimitExceededError (run_agent turns it into a fixed reply) before model call `max_model_calls` + 1 of a
-    run. `web_retry` tries the web tools' transient failures again. With a `checkpointer` (a thread_id in config),
-    FreshQuestion starts each question on a thread from the conversation alone."""
+def build_agent(llm: BaseChatModel, tools: Sequence[BaseTool], *, constrained: bool = True, max_tool_calls: int = 2,
+                max_model_calls: int = 4, checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
+    """`create_agent` over `tools`; `constrained` adds ToolOrAnswer (needed by the local model). More than
+    `max_model_calls` model calls raise ModelCallLimitExceededError (`run_agent` turns it into a fixed reply)."""
     if constrained:
         check_tools(tools)  # fail when the agent is built, not at its first step
     middleware: list[AgentMiddleware] = [FreshQuestion(), *([ToolOrAnswer(max_tool_calls)] if constrained else [])]
     middleware += [ModelCallLimitMiddleware(run_limit=max_model_calls, exit_behavior="error"), web_retry(tools)]
-    return create_agent(
-        llm, list(tools), system_prompt=agent_prompt(tools),
-        middleware=middleware, checkpointer=checkpointer,
-    )
+    return create_agent(llm, list(tools), system_prompt=agent_prompt(tools), middleware=middleware,
+                        checkpointer=checkpointer)
 
 
 def trajectory(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
@@ -286,8 +258,7 @@ def trajectory(messages: Sequence[BaseMessage]) -> list[tuple[str, str]]:
 
 def run_agent(agent: CompiledStateGraph, question: str, *, config: dict | None = None) -> dict[str, Any]:
     """Answer `question`: {"answer", "tools" (trajectory), "documents" (what the tools returned), "messages",
-    "stopped"}. Hitting the agent's model call limit is not an error: "stopped" is True and the answer says no
-    answer was reached."""
+    "stopped" (True when the model call limit ended the run)}."""
     try:
         state = agent.invoke({"messages": [HumanMessage(question)]}, config)
     except ModelCallLimitExceededError:

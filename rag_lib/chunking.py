@@ -8,14 +8,9 @@
 | `semantic`     | `semantic_split`        | where consecutive sentences' embeddings drift apart         | -                        |
 | `parent_child` | `parent_child_split`    | small children (searched) inside large parents (returned)   | `parent_id`, `parent_text` |
 
-All sizes are in characters. `Chunker` bundles a strategy with its settings; `rag_lib.index.index_directory` takes
-one (default: recursive, 300/50) and hashes `Chunker.settings()` into each file's `file_hash`, so changing the
-strategy or a size re-indexes the files.
-
-Parent-child storage: only the children are rows with vectors. Each child row carries its parent's id in the
-schema field `parent_id` and the parent's text in the dynamic field `parent_text` (parents are ~4 children long,
-so the copy is cheap at course scale, and no vector is computed for text that is never searched). A retriever
-finds children; `rag_lib.index.parent_documents` swaps them for their parents, one per parent.
+All sizes are in characters. A `Chunker` (a strategy and its settings) is what `rag_lib.index.index_directory` takes.
+Parent-child: only children are rows with vectors, each with its parent's id (`parent_id`) and text (`parent_text`);
+`rag_lib.index.parent_documents` swaps found children for their parents.
 """  # noqa: E501  (the table is printed as it is by notebook 02)
 
 from __future__ import annotations
@@ -49,10 +44,7 @@ class Chunk:
 
 
 def fixed_size_split(text: str, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP) -> list[str]:
-    """Windows of `chunk_size` characters, each starting `chunk_size - chunk_overlap` after the previous one.
-
-    The baseline: fastest and simplest, but it cuts words, sentences and Chinese phrases anywhere.
-    """
+    """Windows of `chunk_size` characters, each starting `chunk_size - chunk_overlap` after the previous one."""
     step = chunk_size - chunk_overlap
     windows = (text[start : start + chunk_size] for start in range(0, max(len(text) - chunk_overlap, 1), step))
     return [w.strip() for w in windows if w.strip()]
@@ -70,16 +62,10 @@ def recursive_split(text: str, chunk_size: int = CHUNK_SIZE, chunk_overlap: int 
     return [c.strip() for c in splitter.split_text(text) if c.strip()]
 
 
-def markdown_header_split(
-    text: str, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP, max_level: int = 3
-) -> list[Chunk]:
-    """One section per `#`..`###` header (not inside code fences), re-split recursively when over `chunk_size`.
-
-    Each chunk starts with its header path on a line of its own and keeps it in metadata, e.g.
-    `{"headers": "Hybrid Search > Reciprocal Rank Fusion (RRF)"}`: a piece cut from the middle of a long section
-    still says what it is about, and no chunk is a lonely header. Text without headers is one section, so plain
-    `.txt` files get the recursive split.
-    """
+def markdown_header_split(text: str, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP,
+                          max_level: int = 3) -> list[Chunk]:
+    """One section per `#`..`###` header (not inside code fences), re-split recursively when over `chunk_size`;
+    each chunk starts with its header path ("A > B") on a line of its own and keeps it as metadata `headers`."""
     sections: list[tuple[str, list[str]]] = []  # (header path, body lines)
     headers: dict[int, str] = {}
     body: list[str] = []
@@ -105,22 +91,10 @@ def markdown_header_split(
     return chunks
 
 
-def semantic_split(
-    text: str,
-    embeddings: Embeddings,
-    percentile: float = 90.0,
-    chunk_size: int = CHUNK_SIZE,
-    chunk_overlap: int = CHUNK_OVERLAP,
-    min_chars: int = 50,
-) -> list[str]:
-    """Cut between consecutive sentences whose embeddings are far apart, then cap sizes recursively.
-
-    Every sentence is embedded; the cosine distance between neighbours is computed, and the text is cut where it
-    exceeds the document's `percentile`-th distance (90: the 10% largest topic shifts), unless the group before the
-    cut would be shorter than `min_chars` (a stray fragment such as "Nelson F." sits far from both neighbours).
-    Groups longer than `chunk_size` are re-split recursively. Costs one embedding per sentence, on top of the
-    chunks' own.
-    """
+def semantic_split(text: str, embeddings: Embeddings, percentile: float = 90.0, chunk_size: int = CHUNK_SIZE,
+                   chunk_overlap: int = CHUNK_OVERLAP, min_chars: int = 50) -> list[str]:
+    """Cut where neighbouring sentences' embeddings are further apart than the `percentile`-th distance (unless the
+    group before would be under `min_chars`), then re-split groups over `chunk_size`. One embedding per sentence."""
     sentences = split_sentences(text)
     if len(sentences) < 3:
         return recursive_split(text, chunk_size, chunk_overlap)
@@ -140,14 +114,9 @@ def semantic_split(
     return [piece for a, b in zip(cuts, cuts[1:]) for piece in recursive_split(text[a:b], chunk_size, chunk_overlap)]
 
 
-def parent_child_split(
-    text: str, parent_size: int = 1200, chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP
-) -> list[Chunk]:
-    """Small children to search, each pointing at the larger parent to hand to the model.
-
-    Parents are recursive splits of `parent_size` (no overlap); children are recursive splits of each parent.
-    Small chunks match a question precisely; the parent gives the model the surrounding context.
-    """
+def parent_child_split(text: str, parent_size: int = 1200, chunk_size: int = CHUNK_SIZE,
+                       chunk_overlap: int = CHUNK_OVERLAP) -> list[Chunk]:
+    """Small children to search, each pointing at its parent (recursive splits of `parent_size`) for the model."""
     chunks = []
     for parent in recursive_split(text, parent_size, 0):
         parent_id = hashlib.sha256(parent.encode()).hexdigest()[:32]
@@ -171,8 +140,7 @@ class Chunker:
             raise ValueError(f"unknown chunking strategy {self.strategy!r}: choose one of {', '.join(STRATEGIES)}")
         if not 0 <= self.chunk_overlap < self.chunk_size:
             raise ValueError(
-                f"chunk_overlap={self.chunk_overlap} must be >= 0 and smaller than chunk_size={self.chunk_size}"
-            )
+                f"chunk_overlap={self.chunk_overlap} must be >= 0 and smaller than chunk_size={self.chunk_size}")
         if self.strategy == "parent_child" and self.parent_size <= self.chunk_size:
             raise ValueError(f"parent_size={self.parent_size} must be larger than chunk_size={self.chunk_size}")
         if not 0 < self.percentile < 100:

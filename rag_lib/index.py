@@ -1,12 +1,8 @@
 """Load files, split them into chunks and upsert them into Milvus incrementally.
 
-Re-running on unchanged files writes nothing (they are recognised by `file_hash`, a hash of the bytes and the
-chunker settings, before any parsing or chunking); a changed file replaces its old chunks; a deleted file's
-chunks are removed. New rows are written before stale ones are deleted, so an interrupted run never
-loses data, and a file counts as done only when all its `chunk_count` rows are present. A file that cannot be
-read (see `rag_lib.loaders`) is listed in `IndexReport.errors` and keeps whatever was indexed for it before; so is
-a file whose name the index cannot store (not UTF-8, control characters, too long), a link that leads out of
-the folder (its target would be indexed without anyone choosing it) and a link that leads round in a loop.
+Unchanged files (same `file_hash`: bytes and chunker settings) are skipped, a changed file's rows are replaced
+(new rows first, so an interrupted run loses nothing) and a deleted file's rows removed. A file that cannot be read,
+named or reached inside the folder is listed in `IndexReport.errors` and keeps what was indexed for it before.
 """
 
 from __future__ import annotations
@@ -56,14 +52,9 @@ class IndexReport:
 
     def summary(self) -> dict[str, float | int]:
         """One row for a results table."""
-        return {
-            "files indexed": len(self.indexed),
-            "files skipped (unchanged)": len(self.skipped),
-            "files removed": len(self.removed),
-            "errors": len(self.errors),
-            "chunks written": self.chunks_written,
-            "seconds": round(self.seconds, 1),
-        }
+        return {"files indexed": len(self.indexed), "files skipped (unchanged)": len(self.skipped),
+                "files removed": len(self.removed), "errors": len(self.errors), "chunks written": self.chunks_written,
+                "seconds": round(self.seconds, 1)}
 
     def files(self) -> list[dict[str, str | int]]:
         """One row per file: source, status (indexed / skipped / removed / error), chunks written, reason."""
@@ -99,8 +90,7 @@ def check_source(source: str) -> None:
     if len(source) > SOURCE_MAX_LENGTH:
         raise LoadError(
             f"{shown}: the path is {len(source)} characters, over the {SOURCE_MAX_LENGTH} the index stores; "
-            "move the file to a shorter path"
-        )
+            "move the file to a shorter path")
 
 
 def check_inside(path: Path, folder: Path) -> None:
@@ -120,9 +110,8 @@ def file_hash(data: bytes, chunker: Chunker) -> str:
     return hashlib.sha256(data + b"|" + chunker.settings().encode()).hexdigest()[:32]
 
 
-def chunk_rows(
-    path: Path, chunker: Chunker = Chunker(), embeddings: Embeddings | None = None, data: bytes | None = None
-) -> list[dict]:
+def chunk_rows(path: Path, chunker: Chunker = Chunker(), embeddings: Embeddings | None = None,
+               data: bytes | None = None) -> list[dict]:
     """Rows (without vectors) for one file. Chunk metadata other than `parent_id` becomes dynamic fields."""
     data = read_bytes(path) if data is None else data
     loaded = load_file(path, data)
@@ -130,11 +119,8 @@ def chunk_rows(
     if not chunks:
         raise LoadError(f"{path.name}: no text to index")
     source, version = source_name(path), file_hash(data, chunker)
-    return [
-        make_row(source, chunk.text, chunk_index=i, chunk_count=len(chunks), file_hash=version, title=loaded.title,
-            **{"parent_id": "", **chunk.metadata})
-        for i, chunk in enumerate(chunks)
-    ]
+    return [make_row(source, chunk.text, chunk_index=i, chunk_count=len(chunks), file_hash=version, title=loaded.title,
+                     **{"parent_id": "", **chunk.metadata}) for i, chunk in enumerate(chunks)]
 
 
 def indexed_files(client: MilvusClient, collection: str) -> dict[str, tuple[str, int]]:
@@ -176,11 +162,8 @@ def list_files(folder: Path) -> list[Path]:
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder: pass the folder that holds your documents")
     root = folder.resolve()
-    return sorted(
-        p for p in folder.rglob("*")
-        if (not p.is_dir() or not p.resolve().is_relative_to(root))
-        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
+    return sorted(p for p in folder.rglob("*") if (not p.is_dir() or not p.resolve().is_relative_to(root))
+                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
 def chosen_chunker(chunker: str | Chunker, chunk_size: int | None, chunk_overlap: int | None) -> Chunker:
@@ -191,14 +174,12 @@ def chosen_chunker(chunker: str | Chunker, chunk_size: int | None, chunk_overlap
     if sizes:
         raise ValueError(
             f"sizes given twice ({sizes} and a Chunker, which carries its own): give the sizes either to the Chunker "
-            "or as chunk_size/chunk_overlap with a strategy name, not both."
-        )
+            "or as chunk_size/chunk_overlap with a strategy name, not both.")
     return chunker
 
 
-def drop_deleted(
-    client: MilvusClient, collection: str, folder: Path, files: list[Path], known: dict[str, tuple[str, int]]
-) -> list[str]:
+def drop_deleted(client: MilvusClient, collection: str, folder: Path, files: list[Path],
+                 known: dict[str, tuple[str, int]]) -> list[str]:
     """Delete the chunks of the files under `folder` that are indexed but gone from disk; their sources, sorted."""
     prefix = source_name(folder.resolve()).rstrip("/") + "/"
     present = {source_name(p) for p in files}
@@ -208,14 +189,8 @@ def drop_deleted(
     return removed
 
 
-def write_pending(
-    client: MilvusClient,
-    collection: str,
-    pending: list[list[dict]],
-    embeddings: Embeddings,
-    report: IndexReport,
-    progress: bool,
-) -> None:
+def write_pending(client: MilvusClient, collection: str, pending: list[list[dict]], embeddings: Embeddings,
+                  report: IndexReport, progress: bool) -> None:
     """Embed and write the chunk rows of each new or changed file, and count them in `report`."""
     with tqdm(total=sum(len(r) for r in pending), desc="embedding chunks", unit="chunk", disable=not progress) as bar:
         for rows in pending:
@@ -226,21 +201,12 @@ def write_pending(
             report.chunks_written += len(rows)
 
 
-def index_directory(
-    client: MilvusClient,
-    folder: str | Path,
-    embeddings: Embeddings,
-    collection: str = DEFAULT_COLLECTION,
-    chunk_size: int | None = None,
-    chunk_overlap: int | None = None,
-    progress: bool = True,
-    chunker: str | Chunker = "recursive",
-) -> IndexReport:
-    """Bring the collection in line with `folder`: index new/changed files, skip unchanged, drop deleted.
-
-    `chunker` is a strategy name from `rag_lib.chunking.STRATEGIES` (sized by `chunk_size`/`chunk_overlap`, the
-    Chunker's defaults when not given) or a `Chunker` that carries its own sizes.
-    """
+def index_directory(client: MilvusClient, folder: str | Path, embeddings: Embeddings,
+                    collection: str = DEFAULT_COLLECTION, chunk_size: int | None = None,
+                    chunk_overlap: int | None = None, progress: bool = True,
+                    chunker: str | Chunker = "recursive") -> IndexReport:
+    """Bring the collection in line with `folder`: index new/changed files, skip unchanged, drop deleted. `chunker`
+    is a strategy name (rag_lib.chunking.STRATEGIES, sized by chunk_size/chunk_overlap) or a `Chunker`."""
     started = time.perf_counter()
     chunker = chosen_chunker(chunker, chunk_size, chunk_overlap)
     folder = Path(folder)
@@ -275,14 +241,10 @@ def index_directory(
     return report
 
 
-def parent_documents(
-    client: MilvusClient, documents: list[Document], collection: str = DEFAULT_COLLECTION
-) -> list[Document]:
-    """Swap retrieved child chunks for their parents (parent-child chunking), one per parent, in rank order.
-
-    The parent text is read from the children's `parent_text` field; a chunk without a parent is kept as it is.
-    The parent Document keeps the best child's metadata and its text as `child_text`.
-    """
+def parent_documents(client: MilvusClient, documents: list[Document],
+                     collection: str = DEFAULT_COLLECTION) -> list[Document]:
+    """Swap retrieved child chunks for their parents (from `parent_text`), one per parent, in rank order; a chunk
+    without a parent stays. A parent keeps its best child's metadata, and its text as `child_text`."""
     ids = [d.id for d in documents]
     stored = ({r["id"]: r for r in client.get(collection, ids=ids, output_fields=["parent_id", "parent_text"])}
               if ids else {})

@@ -1,9 +1,8 @@
 """Turn a file into plain text plus a title: Markdown, text, PDF (pypdf), HTML (BeautifulSoup) and Word .docx
 (the standard library's zipfile + ElementTree: a .docx is a zip of XML files).
 
-Every problem becomes a `LoadError` whose message names the file and the fix, so an indexing run can list the
-bad files and carry on. Files above RAG_MAX_FILE_MB (default 5) are refused before they are read, and a .docx
-whose text would unpack to more than that is refused before it is unpacked.
+Every problem is a `LoadError` naming the file and the fix; files (and unpacked .docx text) above RAG_MAX_FILE_MB
+are refused before they are read.
 """
 
 from __future__ import annotations
@@ -63,8 +62,7 @@ def read_bytes(path: Path) -> bytes:
     if size > limit:
         raise LoadError(
             f"{path.name}: {size / 2**20:.1f} MB is over the {limit / 2**20:g} MB limit; split the file or raise the "
-            f"limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}"
-        )
+            f"limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}")
     data = path.read_bytes()
     if not data.strip():
         raise LoadError(f"{path.name}: empty file")
@@ -182,8 +180,8 @@ def load_html(data: bytes, path: Path) -> LoadedFile:
 
 
 def load_docx(data: bytes, path: Path) -> LoadedFile:
-    """Word .docx: the paragraphs of word/document.xml, one per line; title from the first `# ` line, else the name.
-    The size limit applies to document.xml as unpacked (its size in the zip directory, which bounds the read)."""
+    """Word .docx: the paragraphs of word/document.xml (size-checked as unpacked), one per line; title from the first
+    `# ` line, else the name."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             check_unpacked_size(archive.getinfo("word/document.xml").file_size, path)
@@ -205,8 +203,7 @@ def check_unpacked_size(size: int, path: Path) -> None:
     if size > limit:
         raise LoadError(
             f"{path.name}: its text unpacks to {size / 2**20:.1f} MB, over the {limit / 2**20:g} MB limit; split the "
-            f"document or raise the limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}"
-        )
+            f"document or raise the limit, e.g. RAG_MAX_FILE_MB={int(size / 2**20) + 1}")
 
 
 LOADERS: dict[str, Callable[[bytes, Path], LoadedFile]] = {

@@ -1,19 +1,9 @@
-"""Does an answer occur in a text? Each check here answers another question, so each has its own name:
-
-- `occurs_in`: the span itself is in the text, character for character (case and spaces ignored): the check for
-  an answer an LLM says it COPIED from a passage, and for evidence in what a generator saw.
-- `tokens_occur_in`: the answer's tokens, normalised as the answer metrics normalise them, form a run in the
-  text's: the check behind context recall (could the generator have answered?).
-- `grounded`: most words of an LLM's answer are in the passage and one of them is not in the question: the
-  answer brings a fact from the passage.
-- `drawn_from`: an LLM-written answer shares most of its character pairs with its source text.
-- `supported`: every number of a generated answer, and most of its content words, occur in the passages it cites:
-  a cheap check that the answer was not made up (a sentence cannot be checked as a copy can).
-
-`normalized_tokens` and `scoring_scheme` are the normalisation the answer metrics (`rag_lib.experiments.evaluation`)
-use:
-when either text holds a CJK character, the CMRC 2018 script's (its punctuation list dropped, one token per CJK
-character, one per run of other letters and digits), otherwise SQuAD v1.1's (articles and punctuation dropped).
+"""Does an answer occur in a text? Each check answers another question, so each has its own name:
+`occurs_in` (the span itself, case and spaces ignored: a COPIED answer), `tokens_occur_in` (the normalised tokens
+as a run: context recall), `grounded` (most words in the passage, one not in the question), `drawn_from` (most
+character pairs shared with the source) and `supported` (a generated answer's numbers and most content words are in
+the passages it cites). `normalized_tokens` and `scoring_scheme` are the answer metrics' normalisation: CMRC 2018's
+when either text holds a CJK character, else SQuAD v1.1's.
 """
 
 from __future__ import annotations
@@ -23,8 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from rag_lib.text import CJK_CHARS, has_cjk, tokenize
 
-# The official CMRC 2018 scorer deletes these characters before segmenting (its `sp_char` list), so "GPT-4"
-# becomes one token "gpt4".
+# The official CMRC 2018 scorer deletes these before segmenting (its `sp_char` list): "GPT-4" is one token "gpt4".
 _CMRC_PUNCTUATION = re.compile(r"[-:_*^/\\~`+=，。：？！“”；’《》…·、「」（）－～『』]")
 # Then one token per CJK character, one per run of other letters/digits; other punctuation and spaces fall out.
 _MIXED_TOKEN = re.compile(rf"[{CJK_CHARS}]|[^\W_{CJK_CHARS}]+")
@@ -53,8 +42,7 @@ def normalized_tokens(text: str, scheme: str) -> list[str]:
 
 
 def _find(span: str, text: str) -> re.Match | None:
-    """Where `span` first occurs in `text` as `occurs_in` defines it (positions are the text's: lowering keeps them
-    for every text whose length it keeps)."""
+    """Where `span` first occurs in `text` as `occurs_in` defines it."""
     chars = [re.escape(ch) for ch in span.lower() if not ch.isspace()]
     if not chars:
         return None
@@ -70,9 +58,8 @@ def occurs_in(span: str, text: str) -> bool:
 
 
 def clause_holding(span: str, text: str) -> str:
-    """The clause of `text` around the first occurrence of `span`: from the clause mark before it (，。；！？ or
-    , . ; ! ? before a space, or a line break) to the one after, marks left out. Some data sets mark clauses as
-    answers, not the shortest span (CMRC 2018). The span itself when `text` does not hold it."""
+    """The clause of `text` (between CLAUSE_MARKs) around the first occurrence of `span`; the span itself when
+    `text` does not hold it."""
     found = _find(span, text)
     if found is None or len(text.lower()) != len(text):
         return span
@@ -106,9 +93,8 @@ def grounded(answer: str, passage: str, question: str) -> bool:
 
 
 def drawn_from(answer: str, text: str) -> bool:
-    """Whether an LLM-written answer comes from `text` (case and spaces ignored): a short answer must occur in it
-    whole (`tokens_occur_in`), a longer one must share at least DRAWN_MIN_PAIRS of its character pairs with it.
-    A small model invents some answers ("What is the capital of France?" for a document about LLM judges)."""
+    """Whether an LLM-written answer comes from `text`: a short answer must occur in it whole (`tokens_occur_in`),
+    a longer one must share at least DRAWN_MIN_PAIRS of its character pairs with it."""
 
     def squeeze(s: str) -> str:
         return "".join(s.lower().split())
@@ -137,11 +123,8 @@ def cited_passages(answer: str, passages: Sequence[str]) -> list[str]:
 
 
 def support(answer: str, passages: Sequence[str], also: Sequence[str] = ()) -> tuple[list[str], float]:
-    """(the answer's numbers missing from the passages it cites and the texts `also` (e.g. what the user said, which
-    backs an answer whatever it cites), the share of its other content words found in them). Numbers are runs of
-    digits with the letters glued to them ("7:00", "1.5b", "e5", "2M3T"), found as `occurs_in` finds them; words are
-    `tokenize`'s (jieba for Chinese, stopwords dropped), found inside the text or, for a word in Latin letters, as a
-    `same_word` of a passage word ("opens" / "open"). An answer with no content word scores 1.0."""
+    """(the answer's numbers missing from the passages it cites and the texts `also`, the share of its other content
+    words found in them, a Latin word also as a `same_word`). An answer with no content word scores 1.0."""
     text = "\n".join([*cited_passages(answer, passages), *also])
     answer = _LIST_MARK.sub("", CITATION.sub(" ", answer))
     numbers = list(dict.fromkeys(_NUMBER.findall(answer)))
@@ -153,9 +136,7 @@ def support(answer: str, passages: Sequence[str], also: Sequence[str] = ()) -> t
 
 
 def supported(answer: str, passages: Sequence[str], also: Sequence[str] = ()) -> bool:
-    """Whether a generated answer is backed by the passages it cites ([n] markers; every passage when it cites
-    none) and the texts `also`: all its numbers occur in them and at least SUPPORT_MIN_WORDS of its content words
-    do (`support`). A small model fills a gap with a plausible sentence ("the cafeteria opens at 7:00 AM" from a
-    passage about Milvus)."""
+    """Whether all numbers and at least SUPPORT_MIN_WORDS of the content words of a generated answer occur in the
+    passages it cites (every passage when it cites none) and the texts `also` (`support`)."""
     missing, share = support(answer, passages, also)
     return not missing and share >= SUPPORT_MIN_WORDS

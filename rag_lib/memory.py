@@ -1,15 +1,9 @@
 """Long-term memory: what a user told the app in one conversation, found again in any other.
 
-Short-term memory is the thread: a checkpointer keeps its messages. Long-term memory is a LangGraph `Store`: JSON
-items under a namespace, here ("memories", user_id), with an embedding index, so `store.search(namespace,
-query=...)` finds the facts relevant to a question whichever thread they were told in. `open_memory_store` keeps
-it in a SQLite file (LangGraph's SqliteStore, vectors searched by the sqlite-vec extension), so the facts survive
-restarts. Each fact keeps where it came from (thread, time, the message it was taken from) and can be forgotten.
-
-What is remembered is decided by a rule, without a model call: a sentence in which the user states something about
-themselves or their team ("My team uses Milvus 2.5.", "我们团队用的是 Milvus 2.5。"), not a question or a request
-("I want to know ...", "我想问 ..."). A "remember:" / "记住：" in front is dropped. A rule misses facts said another
-way and keeps some chatter; the app lists what it kept, and anything can be forgotten.
+Facts live in a LangGraph `Store` under ("memories", user_id) with an embedding index, so `recall` finds the ones
+relevant to a question whichever thread told them; `open_memory_store` keeps them in SQLite (sqlite-vec). A rule, not
+a model, picks what to keep (`statements`): sentences in which the user states something about themselves or their
+team ("My team uses Milvus 2.5.", "我们团队用的是 Milvus 2.5。"), not questions or requests. Each can be forgotten.
 """
 
 from __future__ import annotations
@@ -30,12 +24,8 @@ from rag_lib.embeddings import cap_query, embed_queries
 from rag_lib.prompts import TOLD_BY_THE_USER
 from rag_lib.text import split_sentences, tokenize
 
-# Cosine similarity (e5 query role on both sides, see QueryRoleEmbeddings) at or above which a fact is recalled for
-# a question; for multilingual-e5-small, other embeddings need their own. Chosen on the CALIBRATION_* examples of
-# tests/test_memory.py (10 facts, 22 questions about them, 20 unrelated ones, English and Chinese): at 0.86 the
-# right fact was recalled for 18 of the 22 and nothing for the 20; at 0.85, 20 and 2; at 0.87, 16 and 0 (a fact shown
-# to a small model gets used, so a wrong recall costs more than a missed one). Questions in one language rarely
-# reach a fact told in the other.
+# Cosine similarity (e5 query role on both sides) at or above which a fact is recalled, for multilingual-e5-small;
+# chosen on the CALIBRATION_* examples of tests/test_memory.py. Other embeddings need their own.
 MIN_SCORE = 0.86
 RECALL_LIMIT = 3  # facts recalled per question at most
 LIST_LIMIT = 200  # facts `memories` lists at most
@@ -62,13 +52,9 @@ class Memory(TypedDict, total=False):
     score: float  # recall only: cosine similarity to the question
 
 
-# On the same examples, the query role on both sides separated related from unrelated questions best (90% right at
-# the best cutoff, against 88% with passage facts and query questions, and 79% with the passage role on both sides,
-# which is what SqliteStore would do with the plain embeddings: it embeds search queries with embed_documents,
-# langgraph issue #9007).
+# SqliteStore embeds search queries with embed_documents (langgraph issue #9007): this class gives both the query role.
 class QueryRoleEmbeddings(Embeddings):
-    """The course's embeddings with the query role for stored facts too: a fact and a question are both short
-    sentences, the symmetric case for which e5 puts "query: " on both sides."""
+    """The course's embeddings with the query role for stored facts too (a fact and a question are short sentences)."""
 
     def __init__(self, embeddings: Embeddings) -> None:
         self.embeddings = embeddings
@@ -128,9 +114,8 @@ def remember(store: BaseStore, user_id: str, fact: str, thread_id: str | None, m
     return as_memory(store.get(namespace(user_id), key))
 
 
-def recall(
-    store: BaseStore, user_id: str, question: str, limit: int = RECALL_LIMIT, min_score: float = MIN_SCORE
-) -> list[Memory]:
+def recall(store: BaseStore, user_id: str, question: str, limit: int = RECALL_LIMIT,
+           min_score: float = MIN_SCORE) -> list[Memory]:
     """The user's facts relevant to `question`, from any thread: semantic search, best first, `min_score` or more."""
     found = store.search(namespace(user_id), query=cap_query(question), limit=limit)
     return [as_memory(item) for item in found if item.score is not None and item.score >= min_score]
@@ -151,10 +136,8 @@ def forget(store: BaseStore, user_id: str, key: str) -> Memory:
 
 
 def recall_and_remember(runtime: Runtime, message: str, question: str) -> dict[str, list[Memory]]:
-    """What a graph's memory node returns (the graph compiled with a store, its context naming a `user_id`):
-    `recalled`, the user's facts relevant to `question` from any thread (looked up before this message's facts are
-    kept, so a fact is not recalled from the message that tells it), and `remembered`, the facts `message` states,
-    kept with the run's thread."""
+    """A memory node's update: `recalled`, the user's facts relevant to `question` (looked up before this message's
+    facts are kept), and `remembered`, the facts `message` states, kept with the run's thread."""
     user_id = getattr(runtime.context, "user_id", None)
     if runtime.store is None or user_id is None:
         raise ValueError("Long-term memory needs the graph compiled with store=... and a user_id in its context.")

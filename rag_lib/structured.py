@@ -1,7 +1,6 @@
-"""Structured output (JSON that fits a pydantic schema), requested in one place, `structured_output`: a
-grammar-forced tool call on llama.cpp; on an OpenAI-compatible endpoint the method RAG_LLM_STRUCTURED names
-(json_schema | function_calling | json_mode), or else the first one a probe of the server accepts.
-Works on any chat model it is given: it imports no chat model provider itself."""
+"""Structured output (JSON that fits a pydantic schema) from any chat model, requested in one place:
+`structured_output`. A grammar-forced tool call on llama.cpp; on an OpenAI-compatible endpoint the method
+RAG_LLM_STRUCTURED names, or else the first one a probe of the server accepts."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from pydantic import BaseModel, ValidationError
 from rag_lib.prompts import JSON_INSTRUCTION, PROBE_PROMPT
 from rag_lib.settings import STRUCTURED_METHODS, ConfigError, settings
 
-# The probe tries STRUCTURED_METHODS (from rag_lib.settings) in their order.
 # (base URL, model) -> the method the probe found: remembered for the process (clear it to probe again)
 PROBED_METHODS: dict[tuple[str, str], str] = {}
 _probe_lock = threading.Lock()
@@ -31,8 +29,7 @@ REPLY_PREVIEW = 160  # characters of a bad reply quoted in StructuredOutputError
 
 
 class StructuredOutputError(ValueError):
-    """The model's reply does not fit the requested schema (no tool call, broken JSON, a value outside the schema).
-    Model output is untrusted: callers catch this and fall back to a safe default."""
+    """The model's reply does not fit the requested schema; callers catch it and fall back to a safe default."""
 
 
 class ProbeReply(BaseModel):
@@ -42,8 +39,7 @@ class ProbeReply(BaseModel):
 
 
 def structured_setting() -> str | None:
-    """RAG_LLM_STRUCTURED (a bad value is a ConfigError from `settings()`); None when unset (then an
-    OpenAI-compatible endpoint is probed)."""
+    """RAG_LLM_STRUCTURED, or None when unset (then an OpenAI-compatible endpoint is probed)."""
     return settings().RAG_LLM_STRUCTURED
 
 
@@ -60,16 +56,14 @@ def _is_openai_endpoint(llm: Any) -> bool:
 
 
 def structured_method(llm: BaseChatModel) -> str | None:
-    """How `structured_output` asks `llm` for JSON. The local llama.cpp model: None (its grammar-forced tool call).
-    An OpenAI-compatible endpoint: RAG_LLM_STRUCTURED, else what `probe_structured_method` finds, once per base
-    URL and model. Any other chat model: RAG_LLM_STRUCTURED, else None (the model's own default)."""
+    """How `structured_output` asks `llm` for JSON: None on llama.cpp (a grammar-forced tool call); else
+    RAG_LLM_STRUCTURED, or for an OpenAI-compatible endpoint what `probe_structured_method` finds (once)."""
     setting = structured_setting()
     if _is_llama_cpp(llm):
         if setting not in (None, "function_calling"):
             raise ConfigError(
                 f"RAG_LLM_STRUCTURED={setting} applies to OpenAI-compatible endpoints (RAG_LLM_MODEL); the local "
-                "llama.cpp model always answers with a grammar-forced tool call: unset RAG_LLM_STRUCTURED."
-            )
+                "llama.cpp model always answers with a grammar-forced tool call: unset RAG_LLM_STRUCTURED.")
         return None
     if setting or not _is_openai_endpoint(llm):
         return setting
@@ -82,9 +76,8 @@ def structured_method(llm: BaseChatModel) -> str | None:
 
 
 def probe_structured_method(llm: BaseChatModel) -> str:
-    """The first of STRUCTURED_METHODS that the endpoint accepts and answers in a tiny schema (one short request
-    per method tried); ConfigError naming RAG_LLM_STRUCTURED when none works. Refused key, model or quota errors
-    are raised as they are: they say nothing about the method."""
+    """The first of STRUCTURED_METHODS the endpoint answers in a tiny schema; ConfigError when none works (refused
+    key, model or quota errors are raised as they are)."""
     import openai
 
     failures = []
@@ -103,16 +96,13 @@ def probe_structured_method(llm: BaseChatModel) -> str:
         f"no structured-output method works with {getattr(llm, 'model_name', llm)} at "
         f"{getattr(llm, 'openai_api_base', None) or 'api.openai.com'} ({'; '.join(failures)}). Set "
         f"RAG_LLM_STRUCTURED to the method your provider documents ({', '.join(STRUCTURED_METHODS)}), or use a "
-        "model that supports tool calls or JSON output."
-    )
+        "model that supports tool calls or JSON output.")
 
 
 def structured_output(llm: BaseChatModel, schema: type[BaseModel], *, max_tokens: int | None = None) -> Runnable:
-    """`llm` answering with an instance of `schema`, requested the way `structured_method` says (resolved at the
-    first call, so building a graph needs no server). Never streamed: under LangGraph's stream_mode="messages" a
-    streamed llama.cpp tool call repeats the tool name in every chunk, and the merged call no longer parses.
-    `max_tokens` caps the reply on a copy of `llm` (a `.bind(max_tokens=...)` would be dropped by
-    with_structured_output). Any reply that does not fit `schema` raises StructuredOutputError."""
+    """`llm` answering with an instance of `schema` (StructuredOutputError when a reply does not fit), the method
+    resolved at the first call. Never streamed: a streamed llama.cpp tool call repeats the tool name in every chunk,
+    and the merged call no longer parses. `max_tokens` caps the reply (with_structured_output drops a `.bind`)."""
     setting = structured_setting()  # a bad value fails now, not at the first call
     if _is_llama_cpp(llm):
         structured_method(llm)
@@ -130,8 +120,7 @@ def structured_output(llm: BaseChatModel, schema: type[BaseModel], *, max_tokens
                 raise ConfigError(
                     f"the server refused structured output with RAG_LLM_STRUCTURED={setting} (HTTP {status}: "
                     f"{_short(getattr(error, 'message', str(error)))}): set RAG_LLM_STRUCTURED to a method it "
-                    "supports, or unset it to let the course probe the server."
-                ) from error
+                    "supports, or unset it to let the course probe the server.") from error
             raise
 
     return RunnableLambda(call, name=f"structured_output[{schema.__name__}]")
@@ -170,8 +159,8 @@ def _unreadable_errors() -> tuple[type[Exception], ...]:
 
 
 def parsed_reply(output: Any, schema: type[BaseModel]) -> BaseModel:
-    """The `schema` instance in a structured call's output (with_structured_output(..., include_raw=True) or a
-    plain value), or StructuredOutputError when parsing failed, nothing was parsed, or it breaks the schema."""
+    """The `schema` instance in a structured call's output (include_raw=True, or a plain value), else
+    StructuredOutputError."""
     raw, error = None, None
     if isinstance(output, dict) and {"raw", "parsed", "parsing_error"} <= output.keys():
         raw, output, error = output["raw"], output["parsed"], output["parsing_error"]
@@ -189,8 +178,7 @@ def parsed_reply(output: Any, schema: type[BaseModel]) -> BaseModel:
 
 
 def with_json_instruction(value: Any, schema: type[BaseModel]) -> list[BaseMessage]:
-    """The prompt (a string, messages or a PromptValue) with `schema` spelled out at the end of its system message
-    (a new one first when it has none): JSON mode needs the schema in the prompt."""
+    """The prompt with `schema` spelled out at the end of its system message: JSON mode needs it in the prompt."""
     if isinstance(value, str):
         messages: list[BaseMessage] = [HumanMessage(value)]
     elif isinstance(value, PromptValue):

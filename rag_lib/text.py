@@ -25,17 +25,15 @@ class InvalidQueryError(ValueError):
 
 
 def check_query(text: str) -> str:
-    """`text` if it can be embedded and searched, else InvalidQueryError: an empty query, or invalid text (a lone
-    surrogate such as "\\udc80", half of a UTF-16 pair or an undecodable byte kept by errors="surrogateescape",
-    which no model or database can encode)."""
+    """`text` if it can be embedded and searched, else InvalidQueryError: an empty query, or a lone surrogate
+    ("\\udc80") that no model or database can encode."""
     if not text.strip():
         raise InvalidQueryError("empty query: ask a question with some words in it")
     bad = _SURROGATE.search(text)
     if bad:
         raise InvalidQueryError(
             f"invalid text in the query {text[:60]!r}: character {bad.start()} is {bad.group()!r}, a lone surrogate "
-            "(not valid Unicode). Remove it, or decode the text's bytes as UTF-8 with errors='replace'."
-        )
+            "(not valid Unicode). Remove it, or decode the text's bytes as UTF-8 with errors='replace'.")
     return text
 
 

@@ -1,10 +1,7 @@
 """Two-step RAG as a LangChain agent: search first, then one model call that answers from the passages.
 
-LangChain v1's own two-step pattern: `create_agent` with no tools, a `before_model` middleware that retrieves for
-the user's question (and keeps the passages in the state, as the answer's sources) and a `dynamic_prompt`
-middleware that puts them into the system prompt. The route is fixed (always the documents, one model call), as in
-plain RAG (rag_lib.graphs.rag), whose answer prompt and refusal it reuses: no passage passes the retriever's
-similarity cutoff -> the fixed refusal, no model call.
+LangChain v1's two-step pattern: `create_agent` with no tools, a `before_model` middleware that retrieves (keeping
+the passages as the answer's sources) and a `dynamic_prompt` middleware that puts them into plain RAG's prompt.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Web search for Corrective RAG and the agent: an offline BM25 "web" the course controls, or Tavily, behind one
 interface, and the one policy both use when a search fails.
 
-`get_web_search()` picks Tavily (its official SDK, `tavily-python`) when TAVILY_API_KEY is set and otherwise searches
-the local corpus in `<project>/data/web` (or $RAG_WEB_CORPUS). Every backend returns LangChain Documents whose
-metadata has `title`, `url`, `score` and `backend`, and raises WebSearchError on failure.
-The policy: each try gets `WEB_TIMEOUT` seconds (`search_pages`); a transient failure (`is_transient`: a time limit,
-a lost connection, a server error 5xx) is tried once more after `WEB_RETRY_DELAY` seconds; a refused request (4xx), a
-bad query or a reply with no Document is not; a search that still fails is no crash: CRAG answers from its local
-documents and says so, the agent tells the model. CRAG gets the retry from LangGraph (`WEB_RETRY` on its node),
-the agent from LangChain's ToolRetryMiddleware, both with `is_transient`.
+`get_web_search()` picks Tavily when TAVILY_API_KEY is set, else the local corpus in `<project>/data/web` (or
+$RAG_WEB_CORPUS). Backends return Documents with `title`, `url`, `score` and `backend` metadata. The policy: each try
+gets `WEB_TIMEOUT` seconds (`search_pages`), and a transient failure (`is_transient`) is tried once more.
 """
 
 from __future__ import annotations
@@ -57,8 +52,7 @@ def _check_request(query: str, k: int) -> None:
 
 
 class LuceneBM25:
-    """BM25 with Lucene's always-positive IDF, ln(1 + (N - n + 0.5) / (n + 0.5)). rank_bm25's Okapi IDF is
-    <= 0 for terms in half the pages or more, so a small corpus could never return a hit."""
+    """BM25 with Lucene's always-positive IDF (rank_bm25's Okapi IDF is <= 0 for terms in half the pages or more)."""
 
     def __init__(self, corpus: list[list[str]], k1: float = 1.5, b: float = 0.75) -> None:
         self.k1, self.b = k1, b
@@ -111,8 +105,7 @@ class OfflineWebSearch:
         if not folder.is_dir():
             raise FileNotFoundError(
                 f"Offline web corpus folder {folder} does not exist: point RAG_WEB_CORPUS at a folder of .md "
-                "pages, or set TAVILY_API_KEY to search the live web."
-            )
+                "pages, or set TAVILY_API_KEY to search the live web.")
         files = sorted(folder.glob("*.md"))
         return cls([parse_page(file.read_text(encoding="utf-8-sig"), file) for file in files])
 
@@ -199,8 +192,7 @@ def http_status(error: BaseException) -> int | None:
 
 def is_transient(error: BaseException) -> bool:
     """True when a failed search is worth another try: a time limit, a lost connection or a server error (5xx), in
-    the error or in what it was raised from (`raise ... from`). A refused request (4xx: the key, a rate or plan
-    limit, the parameters), a bad query and anything unknown are not: trying again would fail the same way."""
+    the error or what it was raised from; a refused request (4xx), a bad query and anything unknown are not."""
     seen: set[int] = set()
     link: BaseException | None = error
     while link is not None and id(link) not in seen:
@@ -219,9 +211,8 @@ WEB_RETRY = RetryPolicy(max_attempts=WEB_ATTEMPTS, initial_interval=WEB_RETRY_DE
 
 
 def search_with_limit(web_search: WebSearch, query: str, k: int, timeout: float = WEB_TIMEOUT) -> object:
-    """Run the backend in a daemon thread and wait at most `timeout` seconds, so a backend that hangs cannot stall
-    the caller (WebSearchTimeout). Python cannot stop a thread: a hung call is left behind and its result, if any,
-    is ignored. (LangGraph's node `timeout` cannot do this: it only runs async nodes, through `ainvoke`.)"""
+    """The backend's result within `timeout` seconds, else WebSearchTimeout (a hung call is left in its daemon
+    thread: Python cannot stop a thread, and LangGraph's node `timeout` applies to async nodes only)."""
     outcome: dict[str, object] = {}
 
     def call() -> None:
@@ -235,16 +226,14 @@ def search_with_limit(web_search: WebSearch, query: str, k: int, timeout: float 
     thread.join(timeout)
     if thread.is_alive():
         raise WebSearchTimeout(
-            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise web_timeout for a slow backend)"
-        )
+            f"{type(web_search).__name__} gave no answer within {timeout:g} s (raise web_timeout for a slow backend)")
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome.get("result")
 
 
 def checked_pages(results: object, k: int) -> tuple[list[Document], list[str]]:
-    """(the Documents to use, problems): a backend outside the WebSearch protocol may return None, a string, a
-    dict or a list holding other things; only Documents are kept, at most k of them, and the rest is described."""
+    """(at most k Documents, problems): whatever else a backend returned is described, not kept."""
     if not isinstance(results, (list, tuple)):
         return [], [f"the backend returned {type(results).__name__}, not a list of Documents"]
     pages = [item for item in results if isinstance(item, Document)]
@@ -257,9 +246,8 @@ def checked_pages(results: object, k: int) -> tuple[list[Document], list[str]]:
     return pages[:k], problems
 
 
-def search_pages(
-    web_search: WebSearch, query: str, k: int, timeout: float = WEB_TIMEOUT
-) -> tuple[list[Document], list[str]]:
+def search_pages(web_search: WebSearch, query: str, k: int,
+                 timeout: float = WEB_TIMEOUT) -> tuple[list[Document], list[str]]:
     """One try under the web policy: (at most k Documents, notes on what was dropped) within `timeout` seconds.
     Every failure raises: the backend's own error, WebSearchTimeout, or WebSearchError when no Document came back."""
     pages, problems = checked_pages(search_with_limit(web_search, query, k, timeout), k)

@@ -21,6 +21,7 @@ from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks import answers
+from rag_lib.experiments.evaluation import rescored, without_citations
 from rag_lib.experiments.tokens import token_counter_for
 from rag_lib.graphs.crag import PassageAnswer, SearchTerms
 from rag_lib.graphs.judge import Judgment
@@ -351,8 +352,8 @@ def test_plan_runs_each_index_free_pipeline_once_per_question_and_interleaves():
 
 
 def test_citation_markers_are_not_part_of_the_scored_answer():
-    assert answers.without_citations("紫禁城 [1]") == "紫禁城"
-    assert answers.without_citations("A [1, 2]。B[3]") == "A。B"
+    assert without_citations("紫禁城 [1]") == "紫禁城"
+    assert without_citations("A [1, 2]。B[3]") == "A。B"
     assert answers.score("紫禁城 [1]", ["紫禁城"], [])["em"] == 1.0
 
 
@@ -365,8 +366,8 @@ def test_an_answer_is_also_scored_widened_to_the_clause_of_the_passage_it_was_co
     sentence = answers.score("它在2007年播出。", gold, passages)  # not a copy: scored as it is, twice
     assert sentence["cited_passage"] == "" and sentence["f1_clause"] == sentence["f1"]
     row = {"error": "", "golds": gold, "answer": "2007年1月4日 [2]", "cited_passage": passages[1]}
-    assert answers.rescored(row)["em_clause"] == 1.0  # re-scored from the kept passage, no model
-    assert answers.rescored(row | {"error": "boom"})["em_clause"] == 0.0
+    assert rescored(row)["em_clause"] == 1.0  # re-scored from the kept passage, no model
+    assert rescored(row | {"error": "boom"})["em_clause"] == 0.0
 
 
 def test_contains_and_evidence_need_a_gold_answer_as_it_is():

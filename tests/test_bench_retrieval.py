@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from benchmarks import retrieval
+from rag_lib.experiments import cmrc_search
 from rag_lib.experiments.cmrc import load_cmrc
 from rag_lib.store import PROJECT_ROOT
 
@@ -56,7 +57,7 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     for row in rows.values():
         assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 0.75  # the empty question is always a miss
     # three distinct topics: BM25 and dense each find all three real questions' contexts first
-    assert rows[retrieval.BM25]["R@1"] == rows[retrieval.BM25_JIEBA]["R@1"] == 0.75
+    assert rows[cmrc_search.BM25]["R@1"] == rows[retrieval.BM25_JIEBA]["R@1"] == 0.75
     assert rows["Milvus dense HNSW"]["R@1"] == 0.75
     assert rows["hybrid RRF(60)"]["MRR@5"] == 0.75
     assert rows["hybrid RRF + e5 rerank (two-stage)"]["R@1"] == 0.75
@@ -67,7 +68,7 @@ def test_benchmark_writes_every_pipeline_with_sane_scores(tmp_path, bench_output
     for name, row in rows.items():  # no batch API or only scored: no batched time rather than a borrowed one
         assert (row["batched ms/q (64 per call)"] is None) == (name in unbatched), name
         assert name in unbatched or row["batched ms/q (64 per call)"] > 0
-    assert rows[retrieval.BM25]["p50 / peer"] == rows[retrieval.BM25]["p50 ms"] / rows[
+    assert rows[cmrc_search.BM25]["p50 / peer"] == rows[cmrc_search.BM25]["p50 ms"] / rows[
         "peer: rank_bm25 (jieba), numpy"]["p50 ms"]  # compared with the in-process BM25, not the dense peer
     # the per-context fusion and LangChain's ensemble of the same searches find every context first
     for name in (retrieval.FUSED, retrieval.FUSED_COMPLETE, retrieval.FUSED_JIEBA, retrieval.FUSED_WIDE,
@@ -101,6 +102,6 @@ def test_evaluate_scores_a_search_and_hides_its_progress_bar_when_asked(tmp_path
         gold = next(q for q in questions if q.text == question)
         return [(gold.context_id, CONTEXTS[gold.context_id])]
 
-    rows, _ = retrieval.evaluate({"perfect": perfect}, questions, progress=False)
+    rows, _ = cmrc_search.evaluate({"perfect": perfect}, questions, progress=False)
     assert capsys.readouterr().err == ""
     assert rows[0]["R@1"] == 0.75  # the empty question counts as a miss

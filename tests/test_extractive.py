@@ -13,7 +13,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 
-from benchmarks.answers import cited_passage, clause_scores
+from rag_lib.experiments.evaluation import cited_passage, clause_scores
 from rag_lib.graphs.rag import RAGContext, build_rag_graph, cited_span, cleaned_span, extract, salvaged_span
 
 DOCS = [

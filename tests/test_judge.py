@@ -36,7 +36,6 @@ from rag_lib.graphs.judge import (
     answer_documents,
     build_judge_graph,
     checked,
-    draw_tree,
     grounded,
     judge,
     plan,
@@ -358,11 +357,7 @@ def test_tree_rebuilt_in_a_fresh_process_matches(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     there = Tree.from_dict(json.loads(done.stdout))
-    assert there == here
-    assert asdict(there) == asdict(here)
-    mermaid = draw_tree(there)
-    assert mermaid.startswith("flowchart TD") and mermaid == draw_tree(here)
-    assert mermaid.count('-- "follow-up" -->') == 6 and "q0.1.0?" in mermaid
+    assert there == here and asdict(there) == asdict(here)
 
 
 def threads(tree: Tree) -> list[Tree]:

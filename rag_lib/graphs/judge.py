@@ -1,31 +1,11 @@
 """Recursive RAG with an LLM judge: retrieve -> judge every chunk (Send fan-out) -> answer, or ask follow-ups.
 
-Every retrieved chunk gets one score on one scale:
-- 0: useless (below the cosine cutoff, decided without the model, except for a follow-up's best chunk, which the
-  model always judges; or the model says unrelated, or its reply is unusable);
-- 1: relevant but incomplete: the judge also writes a follow-up question for the missing fact;
-- 2: answers the question: the judge copies the answer, and the copy must be found in the chunk.
-
-If some chunk scores 2 the graph answers at once. Otherwise each chunk scored 1 with a follow-up question
-is explored by running THIS SAME graph on the follow-up, on its own thread (`<parent thread>/<chunk index>`),
-and the sub-answer is folded into that chunk before the final answer is written, which also reads the passages the
-follow-up answered from.
-
-Bounds: `max_depth` levels of follow-ups and `max_llm_calls` model calls for the whole tree. A run gets a
-budget, keeps one call for its own answer, judges at most `budget - 1` chunks, and splits what is left among
-its children; each child reports the calls it made (`llm_calls`), so the total never exceeds the root budget.
-State changes only through returned updates and reducers. Parallel judge calls on the local model are safe:
-`rag_lib.llm` serialises them with a lock.
-
-The retriever, the model and the limits are not state: they travel in a `JudgeContext` given at each call
-(`graph.invoke(..., context=JudgeContext(retriever=r, llm=llm))`). So every node is a plain function of
-(state, runtime) that can be run alone, and `build_judge_graph(checkpointer)` only wires.
-
-The local 1.5B judge is lenient: it gives 2 to title-only or off-topic chunks. So 0 comes from the calibrated
-cosine cutoff, and a 2 whose copied answer is not in the chunk (or only repeats the question) is lowered to 1.
-Every checkpoint goes to the checkpointer (SQLite in the notebook), and `rebuild_tree` reads the whole search
-tree back from the root thread and its child threads with `get_state` / `get_state_history` of
-`build_judge_graph(checkpointer)`: reading checkpoints needs no context, so no retriever or model.
+Each chunk scores 0 (below the cosine cutoff, decided without the model; or unrelated, or an unusable reply),
+1 (related, a fact is missing: the judge writes a follow-up question) or 2 (it answers: the judge's copy of the
+answer must be in the chunk, else the 2 is lowered to 1). With no 2, each follow-up runs this same graph on its own
+thread (`<parent thread>/<chunk index>`) and its answer is folded into its chunk before the final answer.
+`max_depth` bounds the follow-up levels and `max_llm_calls` the model calls of the whole tree. The retriever, model
+and limits come with each run in a `JudgeContext`; `rebuild_tree` reads the search tree back from the checkpointer.
 """
 
 from __future__ import annotations
@@ -59,27 +39,23 @@ from rag_lib.text import tokenize
 class Judgment(BaseModel):
     """Grade how much of the answer one passage gives."""
 
-    score: Literal[0, 1, 2] = Field(
-        description="0 unrelated, 1 related but the answer is missing, 2 the passage states the answer"
-    )
-    answer: str = Field(
-        default="", max_length=60, description="if 2: the answer in a few words, copied from the passage"
-    )
+    score: Literal[0, 1, 2] = Field(description="0 unrelated, 1 related but the answer is missing, "
+                                    "2 the passage states the answer")
+    answer: str = Field(default="", max_length=60,
+                        description="if 2: the answer in a few words, copied from the passage")
     follow_up: str = Field(default="", max_length=100, description="if 1: a short question for the missing fact")
 
     @field_validator("answer", "follow_up", mode="before")
     @classmethod
     def cut_to_limit(cls, value: object, info: ValidationInfo) -> object:
-        """An over-long answer or follow-up is cut to its limit, not thrown away with the score: llama.cpp's grammar
-        enforces the limit, JSON mode on a server does not."""
+        """Cut an over-long text to its limit rather than lose the score (JSON mode does not enforce max_length)."""
         limit = cls.model_fields[info.field_name].metadata[0].max_length
         return value[:limit] if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
 class JudgeContext:
-    """What the nodes use but the state does not carry: the retriever, the model and the limits of one run (its
-    follow-ups get the same context)."""
+    """The retriever, the model and the limits of one run; its follow-ups get the same context."""
 
     retriever: BaseRetriever  # finds the chunks for the question and for every follow-up
     llm: BaseChatModel  # judges the chunks (structured output) and writes the answers
@@ -90,16 +66,14 @@ class JudgeContext:
     mode: str = "generative"  # or "extractive": a checked copy of the answering span; or "clause" (rag.MODES)
 
     def __post_init__(self) -> None:
-        """A bad limit or mode fails here, before any node runs."""
         check_mode(self.mode)
         if self.max_llm_calls < 1 or self.max_depth < 0:
-            raise ValueError(
-                f"max_llm_calls={self.max_llm_calls}, max_depth={self.max_depth}: need max_llm_calls >= 1 and "
-                "max_depth >= 0"
-            )
+            raise ValueError(f"max_llm_calls={self.max_llm_calls}, max_depth={self.max_depth}: need max_llm_calls >= 1 "
+                             "and max_depth >= 0")
 
 
 class JudgeState(TypedDict, total=False):
+    """What one judge run reads and writes: each key with the node that writes it."""
     question: str  # the input: the user's question, or a follow-up when `explore` started this run
     depth: int  # 0 for the user's question, +1 per follow-up level (input for a follow-up, else set by retrieve)
     budget: int  # model calls this run may make, its children's included (input, else max_llm_calls by retrieve)
@@ -112,9 +86,8 @@ class JudgeState(TypedDict, total=False):
 
 
 # what one question writes after `retrieve`, with its empty value; retrieve empties what the thread's last run left
-PER_RUN = {
-    "judgments": Overwrite([]), "plan": [], "sub_answers": Overwrite([]), "llm_calls": Overwrite(0), "answer": "",
-}
+PER_RUN = {"judgments": Overwrite([]), "plan": [], "sub_answers": Overwrite([]), "llm_calls": Overwrite(0),
+           "answer": ""}
 
 
 class JudgeTask(TypedDict):
@@ -137,11 +110,6 @@ class ExploreTask(TypedDict):
     budget: int  # model calls the child run may make, its own children's included
 
 
-def same_question(a: str, b: str) -> bool:
-    """True when two questions have the same words (a follow-up that repeats the question finds nothing new)."""
-    return set(tokenize(a)) == set(tokenize(b))
-
-
 def checked(judgment: Judgment, passage: str, question: str) -> tuple[int, str, str]:
     """Score, follow-up and a note after the checks against a lenient judge: a 2 needs its answer in the
     passage, and only a score of 1 keeps a follow-up, which must be a new question."""
@@ -149,15 +117,14 @@ def checked(judgment: Judgment, passage: str, question: str) -> tuple[int, str, 
     if score == 2 and not grounded(judgment.answer, passage, question):
         score, note = 1, f"2 lowered to 1: answer {judgment.answer!r} brings no fact from the chunk"
     follow_up = judgment.follow_up.strip() if score == 1 else ""
-    if follow_up and (not follow_up.endswith(("?", "？")) or same_question(follow_up, question)):
+    if follow_up and (not follow_up.endswith(("?", "？")) or set(tokenize(follow_up)) == set(tokenize(question))):
         dropped = f"follow-up {judgment.follow_up!r} dropped: not a new question"
         follow_up, note = "", "; ".join(filter(None, [note, dropped]))
     return score, follow_up, note
 
 
 def judge_messages(question: str, passage: str, source: str) -> list:
-    """Question before passage, so sibling judges share a prompt prefix (llama.cpp reuses it); the passage fenced
-    as data and cut, like the question, to fit the model's window (rag_lib.prompts)."""
+    """The judge's messages, fitted to the window: question before passage, so sibling judges share a prefix."""
 
     def prompt(question: str, documents: list[Document]) -> list:
         block = passage_block(1, documents[0].page_content, Path(source).name) if documents else ""
@@ -166,27 +133,20 @@ def judge_messages(question: str, passage: str, source: str) -> list:
     return prompt(*fit_prompt(None, prompt, question, [Document(page_content=passage)]))
 
 
-def fold(record: dict, sub: dict | None) -> str:
-    """A chunk's text for the final prompt, with its follow-up's answer appended when there is one."""
-    if not sub or not sub["answered"]:
-        return record["text"]
-    return f"{record['text']}\n(Follow-up: {sub['question']} -> {sub['answer']})"
-
-
 def kept_records(state: JudgeState) -> list[dict]:
     """The chunk records not scored 0 (1, 2 and unjudged), in retrieval order."""
     return [r for r in sorted(state["judgments"], key=lambda r: r["index"]) if r["score"] != 0]
 
 
 def answer_documents(state: JudgeState, folded: bool = True) -> list[Document]:
-    """What the answer is written from: the chunks not scored 0 (unjudged ones included), each with its follow-up's
-    answer folded in (not when `folded` is False: an extractive answer must be copied from a source, not from a
-    model's sub-answer), then the passages each follow-up answered from, once each. So a second hop's fact reaches
-    the final answer even when the small model's sub-answer misread it."""
+    """What the answer is written from: the chunks not scored 0, each with its follow-up's answer appended (unless
+    not `folded`: an extractive answer is copied from sources only), then the passages each follow-up read, once."""
     subs = {s["index"]: s for s in state.get("sub_answers", [])}
-    kept = kept_records(state)
-    documents = [Document(fold(r, subs.get(r["index"]) if folded else None), metadata={"source": r["source"]})
-                 for r in kept]
+    kept, documents = kept_records(state), []
+    for r in kept:
+        sub = subs.get(r["index"]) if folded else None
+        fold = f"\n(Follow-up: {sub['question']} -> {sub['answer']})" if sub and sub["answered"] else ""
+        documents.append(Document(r["text"] + fold, metadata={"source": r["source"]}))
     seen = {r["text"] for r in kept}
     for sub in sorted(subs.values(), key=lambda s: s["index"]):
         for passage in sub.get("passages", []):
@@ -197,16 +157,13 @@ def answer_documents(state: JudgeState, folded: bool = True) -> list[Document]:
 
 
 def retrieve(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
-    """The chunks for the question, and the run's depth and budget; empties what the thread's last question left
-    (PER_RUN: its records, plan, calls and answer; the thread's history keeps the old run)."""
+    """The chunks for the question, and the run's depth and budget; empties what the thread's last run left."""
     if runtime.context is None:
         raise ValueError("the judge graph was run without its context: pass context=JudgeContext(retriever=..., "
                          "llm=...) to invoke or stream")
-    return fresh_run(state, PER_RUN) | {
-        "documents": runtime.context.retriever.invoke(state["question"]),
-        "depth": state.get("depth", 0),
-        "budget": state.get("budget", runtime.context.max_llm_calls),
-    }
+    return fresh_run(state, PER_RUN) | {"documents": runtime.context.retriever.invoke(state["question"]),
+                                        "depth": state.get("depth", 0),
+                                        "budget": state.get("budget", runtime.context.max_llm_calls)}
 
 
 def below_cutoff(similarity: float | None, min_similarity: float | None) -> bool:
@@ -215,8 +172,7 @@ def below_cutoff(similarity: float | None, min_similarity: float | None) -> bool
 
 
 def waived_index(state: JudgeState) -> int | None:
-    """The chunk judged even below the cutoff: a follow-up's most similar one. A follow-up was asked from a chunk the
-    model found related, and a short follow-up scores lower against its answer than a full question does."""
+    """The chunk judged even below the cutoff: a follow-up's most similar one (a short question scores low)."""
     if state["depth"] == 0 or not state["documents"]:
         return None
     similarities = [d.metadata.get("similarity") or 0.0 for d in state["documents"]]
@@ -242,17 +198,9 @@ def fan_out(state: JudgeState, runtime: Runtime[JudgeContext]) -> list[Send] | L
 def judge(task: JudgeTask, runtime: Runtime[JudgeContext]) -> dict:
     """One chunk's record: 0 below the cutoff without the model, else the model's score after `checked`."""
     document = task["document"]
-    record = {
-        "index": task["index"],
-        "source": document.metadata.get("source", "?"),
-        "text": document.page_content,
-        "similarity": document.metadata.get("similarity"),
-        "llm_score": None,
-        "score": None,
-        "answer": "",
-        "follow_up": "",
-        "note": "",
-    }
+    record = {"index": task["index"], "source": document.metadata.get("source", "?"), "text": document.page_content,
+              "similarity": document.metadata.get("similarity"), "llm_score": None, "score": None, "answer": "",
+              "follow_up": "", "note": ""}
     similarity, min_similarity = record["similarity"], runtime.context.min_similarity
     if below_cutoff(similarity, min_similarity):
         if not task.get("cutoff_waived"):
@@ -262,10 +210,9 @@ def judge(task: JudgeTask, runtime: Runtime[JudgeContext]) -> dict:
     if not task["may_call"]:
         record["note"] = "not judged: LLM-call budget spent"
         return {"judgments": [record]}
-    judge_llm = structured_output(runtime.context.llm, Judgment)
     try:
-        judgment: Judgment = judge_llm.invoke(judge_messages(task["question"], document.page_content,
-                                                             record["source"]))
+        judgment: Judgment = structured_output(runtime.context.llm, Judgment).invoke(
+            judge_messages(task["question"], document.page_content, record["source"]))
     except StructuredOutputError as error:  # an unreadable verdict: score 0, no follow-up
         record |= {"score": 0, "note": f"0: the judge's reply was unusable ({error})"}
         return {"judgments": [record], "llm_calls": 1}
@@ -276,8 +223,7 @@ def judge(task: JudgeTask, runtime: Runtime[JudgeContext]) -> dict:
 
 
 def plan(state: JudgeState, runtime: Runtime[JudgeContext], config: RunnableConfig) -> dict:
-    """Which score-1 chunks get a follow-up run (thread, depth, budget), or why not: none when a chunk scores 2,
-    none past the depth limit, and only as many as the spare calls pay for."""
+    """Which score-1 chunks get a follow-up run (thread, depth, budget), or why not (a 2, depth, budget)."""
     max_depth = runtime.context.max_depth
     records = sorted(state["judgments"], key=lambda r: r["index"])
     if any(r["score"] == 2 for r in records):
@@ -308,20 +254,15 @@ def route(state: JudgeState) -> list[Send] | Literal["generate", "refuse"]:
     """One `explore` task per planned follow-up; else answer, or refuse when every chunk scored 0."""
     tasks = [Send("explore", ExploreTask(**{k: e[k] for k in ExploreTask.__annotations__}))
              for e in state["plan"] if e["explore"]]
-    if tasks:
-        return tasks
-    return "generate" if any(r["score"] != 0 for r in state["judgments"]) else "refuse"
+    return tasks or ("generate" if any(r["score"] != 0 for r in state["judgments"]) else "refuse")
 
 
 def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
             checkpointer: BaseCheckpointSaver | None = None) -> dict:
-    """Run this same graph on the follow-up, on its own thread, with the same context and `checkpointer` (the
-    saver the graph was compiled with; `build_judge_graph` binds it), and report the child's answer and calls."""
+    """Run this same graph (same context and checkpointer) on the follow-up's thread; report its answer and calls."""
     child = build_judge_graph(checkpointer).invoke(
         {"question": task["question"], "depth": task["depth"], "budget": task["budget"]},
-        {"configurable": {"thread_id": task["thread_id"]}},
-        context=runtime.context,
-    )
+        {"configurable": {"thread_id": task["thread_id"]}}, context=runtime.context)
     answered = bool(child["answer"]) and child["answer"] != refusal_for(task["question"])
     passages = [{"text": d.page_content, "source": d.metadata["source"]}
                 for d in answer_documents(child, folded=runtime.context.mode == "generative")]
@@ -332,9 +273,7 @@ def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
 
 
 def generate(state: JudgeState, runtime: Runtime[JudgeContext]) -> dict:
-    """The answer from `answer_documents`. Extractive mode (rag_lib.graphs.rag.extractive_answer): the answer a judge
-    copied from a chunk it scored 2, cited, when a passage holds it as written (no call), else a checked copy by
-    `extract`, whose fallback sentence is written only when the budget has a second call left."""
+    """The answer from `answer_documents`; extractive mode: rag.extractive_answer from the score-2 copies."""
     llm, mode = runtime.context.llm, runtime.context.mode
     extractive, clause = mode != "generative", mode == "clause"
     documents = answer_documents(state, folded=not extractive)
@@ -354,17 +293,12 @@ def refuse(state: JudgeState) -> dict:
 
 
 def build_judge_graph(checkpointer: BaseCheckpointSaver | None = None) -> CompiledStateGraph:
-    """retrieve -> judge (one task per chunk) -> plan -> explore (the same graph, per follow-up) -> generate | refuse.
-
-    Run: graph.invoke({"question": q}, {"configurable": {"thread_id": t}}, context=JudgeContext(retriever=r, llm=llm));
-    `budget` and `depth` default to max_llm_calls and 0. Reading saved threads (`get_state`, `get_state_history`)
-    needs only the checkpointer, no context.
-    """
+    """retrieve -> judge (one task per chunk) -> plan -> explore (the same graph, per follow-up) -> generate | refuse;
+    invoke with {"question": q}, a thread_id in config and context=JudgeContext(retriever=r, llm=llm)."""
     builder = StateGraph(JudgeState, context_schema=JudgeContext)
     builder.add_node("retrieve", retrieve)
     builder.add_node("judge", judge)
     builder.add_node("plan", plan)
-    # explore runs this same graph on each follow-up, saved by the same checkpointer
     builder.add_node("explore", partial(explore, checkpointer=checkpointer), input_schema=ExploreTask)
     builder.add_node("generate", generate)
     builder.add_node("refuse", refuse)
@@ -416,14 +350,12 @@ class Tree:
 
 
 def rebuild_tree(checkpointer_or_db_path: BaseCheckpointSaver | str | Path, root_thread_id: str) -> Tree:
-    """Read the search tree back from checkpoints alone, through `get_state` and `get_state_history` of each
-    thread, following each explored chunk to its child thread."""
+    """The search tree read back from checkpoints alone (`get_state`, `get_state_history` of each thread)."""
     if isinstance(checkpointer_or_db_path, BaseCheckpointSaver):
         return _thread_tree(build_judge_graph(checkpointer_or_db_path), root_thread_id)
     if not Path(checkpointer_or_db_path).is_file():
-        raise FileNotFoundError(
-            f"{checkpointer_or_db_path}: no checkpoint database here; run the judge graph with this SQLite file first"
-        )
+        raise FileNotFoundError(f"{checkpointer_or_db_path}: no checkpoint database here; run the judge graph with "
+                                "this SQLite file first")
     saver = sqlite_checkpointer(checkpointer_or_db_path)
     try:
         return _thread_tree(build_judge_graph(saver), root_thread_id)
@@ -434,8 +366,7 @@ def rebuild_tree(checkpointer_or_db_path: BaseCheckpointSaver | str | Path, root
 def _thread_tree(graph: CompiledStateGraph, thread_id: str) -> Tree:
     """One thread's run from its latest state snapshot and its history, with its child threads below."""
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    history = list(graph.get_state_history(config))
-    if not history:
+    if not (history := list(graph.get_state_history(config))):
         raise KeyError(f"thread {thread_id!r} has no checkpoint in this database")
     values: dict[str, Any] = graph.get_state(config).values
     plan = {e["index"]: e for e in values.get("plan", [])}
@@ -449,63 +380,21 @@ def _thread_tree(graph: CompiledStateGraph, thread_id: str) -> Tree:
         if sub:
             node.sub_answer, node.child = sub["answer"], _thread_tree(graph, sub["thread_id"])
         chunks.append(node)
-    return Tree(
-        thread_id=thread_id,
-        depth=values.get("depth", 0),
-        question=values.get("question", ""),
-        answer=values.get("answer", ""),
-        budget=values.get("budget", 0),
-        llm_calls=values.get("llm_calls", 0),
-        checkpoints=len(history),
-        chunks=chunks,
-    )
+    return Tree(thread_id=thread_id, depth=values.get("depth", 0), question=values.get("question", ""),
+                answer=values.get("answer", ""), budget=values.get("budget", 0), llm_calls=values.get("llm_calls", 0),
+                checkpoints=len(history), chunks=chunks)
 
 
 def tree_rows(tree: Tree) -> list[dict]:
     """The tree flattened to table rows, depth first (one row per chunk)."""
     rows = []
     for chunk in tree.chunks:
-        rows.append({
-            "thread": tree.thread_id,
-            "depth": tree.depth,
-            "question": tree.question,
-            "chunk": f"#{chunk.index} {Path(chunk.source).name}",
-            "similarity": None if chunk.similarity is None else round(chunk.similarity, 3),
-            "llm score": chunk.llm_score,
-            "score": chunk.score,
-            "follow-up": chunk.follow_up,
-            "sub-answer": chunk.sub_answer,
-            "note": chunk.note,
-        })
+        similarity = None if chunk.similarity is None else round(chunk.similarity, 3)
+        rows.append({"thread": tree.thread_id, "depth": tree.depth, "question": tree.question,
+                     "chunk": f"#{chunk.index} {Path(chunk.source).name}", "similarity": similarity,
+                     "llm score": chunk.llm_score, "score": chunk.score, "follow-up": chunk.follow_up,
+                     "sub-answer": chunk.sub_answer, "note": chunk.note})
         if chunk.child:
             rows.extend(tree_rows(chunk.child))
     return rows
 
-
-def _label(text: str, width: int = 60) -> str:
-    """Text safe inside a quoted Mermaid label: no quotes or brackets, one line, cut to `width`."""
-    text = " ".join(text.split()).replace('"', "'").replace("[", "(").replace("]", ")")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def draw_tree(tree: Tree) -> str:
-    """Mermaid flowchart of the search tree: question -> chunks (score) -> follow-up question -> ...
-
-    Show it in a notebook with IPython.display.Markdown(f"```mermaid\\n{text}\\n```")."""
-    lines = ["flowchart TD"]
-
-    def add(run: Tree, name: str) -> None:
-        lines.append(f'    {name}["{_label(run.question)}<br/>depth {run.depth}, {run.llm_calls} LLM calls"]')
-        lines.append(f'    {name}_a(["answer: {_label(run.answer)}"])')
-        lines.append(f"    {name} --> {name}_a")
-        for chunk in run.chunks:
-            node = f"{name}_c{chunk.index}"
-            score = "not judged" if chunk.score is None else f"score {chunk.score}"
-            lines.append(f'    {node}["chunk {chunk.index}: {_label(Path(chunk.source).name, 40)}<br/>{score}"]')
-            lines.append(f"    {name} --> {node}")
-            if chunk.child:
-                lines.append(f'    {node} -- "follow-up" --> {node}_q')
-                add(chunk.child, f"{node}_q")
-
-    add(tree, "q")
-    return "\n".join(lines)

@@ -1,17 +1,10 @@
 """Plain RAG as a small LangGraph graph: retrieve -> generate (numbered sources) | refuse.
 
-The retriever drops passages below a similarity cutoff; when nothing is left, `refuse` answers "not in
-the documents" without calling the model. Asking a 1.5B model "is the answer in here?" is unreliable (it says
-yes to off-topic passages); the calibrated cutoff is not.
-The graph holds no retriever or model: they come with each run as its runtime context,
-`graph.invoke({"question": q}, context=RAGContext(retriever=r, llm=llm))`, so every node is a plain function
-that can be imported and run alone.
-Two answer modes: "generative" writes a short cited answer; "extractive" (for factoid questions) asks the model to
-copy the answering span, keeps it only if it really occurs in a passage (and cites that passage), and otherwise
-falls back to a short generative answer: a copy can be checked exactly, a sentence only loosely. "clause" is
-"extractive" with the checked copy widened to the clause of the passage that holds it, for data whose answers are
-clauses (CMRC 2018). Every generated sentence gets that loose check (`checked_answer`): its numbers and most of its
-content words must occur in the passages it cites, else it ends with a note and the state says "unsupported".
+The retriever drops passages below a calibrated similarity cutoff; with none left, `refuse` answers "not in the
+documents" without the model. The retriever and model come with each run: context=RAGContext(retriever=r, llm=llm).
+Answer modes: "generative" (a short cited answer, flagged by `checked_answer` when its words are not in the passages
+it cites); "extractive" (a copied span kept only if a passage holds it, else a short generative answer); "clause"
+(the checked copy widened to its clause of the passage).
 """
 
 from __future__ import annotations
@@ -34,14 +27,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from rag_lib.matching import CITATION, clause_holding, occurs_in, same_word, supported
-from rag_lib.prompts import (
-    ANSWER_PROMPT,
-    EXTRACT_PROMPT,
-    EXTRACT_REMINDER,
-    PASSAGE_REMINDER,
-    fit_prompt,
-    passage_block,
-)
+from rag_lib.prompts import ANSWER_PROMPT, EXTRACT_PROMPT, EXTRACT_REMINDER, PASSAGE_REMINDER, fit_prompt, passage_block
 from rag_lib.text import detect_language, tokenize
 
 REFUSAL = {"zh": "文档中没有找到相关信息。", "en": "The documents do not contain this information."}
@@ -57,6 +43,7 @@ NOT_FOUND = ("没有", "不知道", "无法", "未提及", "不包含", "not ", 
 
 
 class RAGState(TypedDict, total=False):
+    """What one RAG run reads and writes: each key with the node that writes it."""
     question: str  # the user's question: the input
     documents: list[Document]  # passages that passed the retriever's similarity cutoff (retrieve)
     answer: str  # the cited answer (generate) or the fixed "not in the documents" reply (refuse)
@@ -69,9 +56,8 @@ PER_RUN = {"answer": "", "extracted": None, "unsupported": False}  # None: the r
 
 
 def fresh_run(state: Mapping[str, Any], per_run: Mapping[str, Any]) -> dict:
-    """The reset a graph's first node returns, so a question asked on a thread runs as on a fresh thread: every key
-    of `per_run` (key -> its empty value; Overwrite(empty) for a key with a reducer, which would add to the old
-    value) that the thread's last run left holding something else. A fresh thread's run gets no extra write."""
+    """The reset a graph's first node returns so a thread's new question runs as on a fresh thread: the keys of
+    `per_run` (key -> empty value, Overwrite(empty) for a reducer) that the last run left holding something else."""
 
     def empty(value: Any) -> Any:
         return value.value if isinstance(value, Overwrite) else value
@@ -99,9 +85,7 @@ def check_mode(mode: str) -> None:
 
 
 def source_label(document: Document) -> str:
-    """A passage's source as the model sees it: as stored ("docs/x.md", a URL), but an absolute path (a folder
-    outside the project) as its file name: the model needs no machine's folder layout, a hosted one should not
-    see it."""
+    """A passage's source as the model sees it: as stored ("docs/x.md", a URL), an absolute path as its file name."""
     source = str(document.metadata.get("source", "?"))
     return Path(source).name if Path(source).is_absolute() else source
 
@@ -119,18 +103,15 @@ def refusal_for(question: str) -> str:
 def answer_prompt(
     question: str, documents: list[Document], earlier: Sequence[BaseMessage] = (), told: str = ""
 ) -> list[BaseMessage]:
-    """Chat messages for a grounded answer, uncut (answer_messages fits them to the model first): the rules, `told`
-    (what the user told in earlier conversations, rag_lib.memory.told_by_the_user), the fenced passages and the
-    rules again in the system message, then the `earlier` turns of a conversation, then the question alone in the
-    user turn, so text in a passage never stands where the user's words do."""
+    """Chat messages for a grounded answer, uncut: rules, `told` (rag_lib.memory.told_by_the_user), fenced passages
+    and rules again in the system message, then the `earlier` turns, then the question alone as the user's turn."""
     system = ANSWER_PROMPT.format(refusal=refusal_for(question))
     context = f"{system}\n\n{told}Context:\n{format_context(documents)}\n\n{PASSAGE_REMINDER}"
     return [SystemMessage(context), *earlier, HumanMessage(question)]
 
 
 def answer_messages(question: str, documents: list[Document], llm: BaseChatModel | None = None) -> list:
-    """Chat messages for a grounded answer, cut to fit `llm`'s context window with room for the reply (question
-    first, then the lowest-ranked passages; `llm` None: an assumed 4,096-token window, see rag_lib.prompts)."""
+    """`answer_prompt` cut to fit `llm`'s context window with room for the reply (rag_lib.prompts.fit_prompt)."""
     return answer_prompt(*fit_prompt(llm, answer_prompt, question, documents))
 
 
@@ -157,10 +138,8 @@ def cited_span(span: str, documents: list[Document], clause: bool = False) -> st
 
 
 def salvaged_span(reply: str, question: str, documents: list[Document]) -> str:
-    """The longest piece of a reply that is not a copy ("蔡敏的死因是自杀" for a passage saying "推定为自杀") that
-    occurs in a passage and whose words are all new to the question ("自杀"); "" when none does. A small model
-    often answers in a sentence around the span it was asked to copy. A reply saying the answer is missing
-    (NOT_FOUND) salvages nothing."""
+    """The longest piece of a reply that occurs in a passage and whose words are all new to the question ("自杀" of
+    "蔡敏的死因是自杀"); "" when none does, or when the reply says the answer is missing (NOT_FOUND)."""
     if any(marker in reply.lower() for marker in NOT_FOUND):
         return ""
     asked = set(tokenize(question))
@@ -184,10 +163,8 @@ def salvaged_span(reply: str, question: str, documents: list[Document]) -> str:
 def extract(
     question: str, documents: list[Document], llm: BaseChatModel, fallback: bool = True, clause: bool = False,
 ) -> tuple[str, bool]:
-    """(answer, extracted): the copied span with its citation (or the part of the reply that is a copy,
-    `salvaged_span`; with `clause`, widened to its clause), or, when no passage holds it, a short generative answer
-    (a second call; `fallback` False: the "not in the documents" reply instead, for a caller whose call budget is
-    spent). The copy is not streamed (TAG_NOSTREAM): a span that fails the check never reaches the user."""
+    """(answer, extracted): the copied span, cited (or its `salvaged_span`; widened with `clause`), else a short
+    generative answer (`fallback` False: the refusal). The copy is not streamed: a failed one never reaches the user."""
     copier = llm.bind(max_tokens=EXTRACT_TOKENS).with_config(tags=[TAG_NOSTREAM])
     question, documents = fit_prompt(copier, extract_prompt, question, documents)
     span = cleaned_span(str(copier.invoke(extract_prompt(question, documents)).content))
@@ -205,9 +182,8 @@ def extractive_answer(
     question: str, documents: list[Document], llm: BaseChatModel, copies: Iterable[str], calls_left: int,
     clause: bool = False,
 ) -> tuple[str, bool, int]:
-    """(answer, extracted, model calls made) for a graph whose grader already copied spans from passages (CRAG's
-    grades, the judge's score-2 answers): the first of `copies` that a passage holds as written, cited (no call);
-    else `extract`, with its fallback sentence only when `calls_left` leaves room for a second call."""
+    """(answer, extracted, calls made): the first of a grader's `copies` that a passage holds, cited (no call); else
+    `extract`, with its fallback sentence only when `calls_left` leaves room for a second call."""
     for copy in copies:
         cited = cited_span(cleaned_span(copy), documents, clause)
         if cited:
@@ -218,14 +194,12 @@ def extractive_answer(
 
 
 def retrieve(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
-    """Search the index with the question (the retriever leaves out passages below its similarity cutoff); empties
-    what the thread's last question left (PER_RUN)."""
+    """Search the index with the question; empties what the thread's last question left (PER_RUN)."""
     return fresh_run(state, PER_RUN) | {"documents": runtime.context.retriever.invoke(state["question"])}
 
 
 def is_refusal(answer: str) -> bool:
-    """Whether a reply is the fixed "not in the documents" text in either language (citations, case and end
-    punctuation aside): it states nothing to check."""
+    """Whether a reply is the fixed "not in the documents" text in either language (citations and case aside)."""
 
     def bare(text: str) -> str:
         return CITATION.sub("", text).strip().strip(SPAN_PUNCTUATION).lower()
@@ -234,19 +208,15 @@ def is_refusal(answer: str) -> bool:
 
 
 def checked_answer(answer: str, documents: list[Document], also: Sequence[str] = ()) -> tuple[str, dict]:
-    """(the answer, the state update): a generated answer whose numbers or content words are not in the passages it
-    cites (rag_lib.matching.supported; `also`: texts that back it whatever it cites) gets UNSUPPORTED_NOTE in its
-    language on a line of its own and {"unsupported": True}; a refusal is not checked. Flagged, not replaced: the
-    reply may already have been streamed, and a word check cannot tell every paraphrase from an invention."""
+    """(answer, state update): an answer not backed by the passages it cites (rag_lib.matching.supported; `also`
+    backs it whatever it cites) gets UNSUPPORTED_NOTE and {"unsupported": True}; flagged, not replaced (streamed)."""
     if is_refusal(answer) or supported(answer, [d.page_content for d in documents], also):
         return answer, {}
     return f"{answer}\n{UNSUPPORTED_NOTE[detect_language(answer)]}", {"unsupported": True}
 
 
 def generate(state: RAGState, runtime: Runtime[RAGContext]) -> dict:
-    """Answer from the numbered passages, fitted to the model's window, citing them as [1], [2], ..., flagged when
-    the support check fails (`checked_answer`); extractive mode: a checked copy of the answering span (`extract`),
-    its fallback sentence flagged as a generated answer is."""
+    """A cited answer from the numbered passages, flagged by `checked_answer`; extractive modes: `extract`."""
     llm = runtime.context.llm
     if runtime.context.mode != "generative":
         answer, extracted = extract(state["question"], state["documents"], llm, clause=runtime.context.mode == "clause")
