@@ -1155,6 +1155,7 @@ CLAIMS: list[Claim] = [
     *interval_claims(N05, r"\(R@1 ", lambda *m: component(MULTI_QUERY, *m), "R@1 diff", suffix=" each"),
     *interval_claims(N05, r"\(R@1 ", lambda *m: component(HYDE, *m), "R@1 diff", suffix=" each"),
     Claim(N05, r"dense search alone \(([\d.]+), \d+ of", components_pipeline("dense Retriever alone (no LLM)", "R@1")),
+    Claim(N05, r"dense search alone \([\d.]+, (\d+) of 30", output(N05, 21, r"\((\d+) of \d+ first\)")),
     # ---- 05, takeaways
     Claim(N05, r"first;\s+(\d+) hand-written", HARD_COUNT_05),
     Claim(N05, r"miss it (\d+) times", MISSED_05),
