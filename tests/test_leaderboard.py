@@ -103,3 +103,10 @@ def test_pareto_front_keeps_only_undominated_points() -> None:
     best = max(lb.retrieval_points(), key=lambda p: p.quality)
     cheapest = min(lb.retrieval_points(), key=lambda p: p.cost)
     assert {best.name, cheapest.name} <= front
+
+
+def test_durability_section_quotes_the_json() -> None:
+    text = lb.durability_section()
+    assert "bench_results/durability.json" in text
+    for r in bench("durability")["rows"]:
+        assert f"| {r['durability']} | {lb.ms(r['ms per step (median)'])} | {r['checkpoints per run']} |" in text

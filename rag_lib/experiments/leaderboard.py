@@ -988,10 +988,25 @@ def conversation_section() -> str:
     ])
 
 
+def durability_section() -> str:
+    """What LangGraph's durability modes cost per step with a SQLite checkpointer (durability.json)."""
+    data = results("durability")
+    setup = data["setup"]
+    return section(
+        "Checkpoint durability", "durability.json", "python -m benchmarks durability", measured("durability"),
+        f"LangGraph's `durability=` modes on a chain of {setup['steps']} steps that do no work "
+        f"({setup['chars per step']:,} characters of state each) with a {setup['checkpointer']}, the modes taking "
+        f"turns for {setup['rounds']} rounds; the median over the rounds (no interval was kept), so the table is the "
+        "checkpointing cost alone:",
+        columns(data["rows"], [("ms per step (median)", "ms per step (median)", ms),
+                               ("checkpoints per run", "checkpoints per run", str), ("runs", "runs", str)],
+                label="durability"))
+
+
 SECTIONS: tuple[Callable[[], str], ...] = (
     intro, leaderboard_section, pareto_section, setup_section, retrieval_section, lite_section, ceiling_section,
     fusion_section, embeddings_section, components_section, ann_section, advanced_section, answers_section,
-    multihop_section, agent_section, conversation_section)
+    multihop_section, agent_section, conversation_section, durability_section)
 
 
 def render() -> str:
