@@ -882,6 +882,25 @@ CLAIMS: list[Claim] = [
           output(N10, 28, r"local\s+CRAG minus agent[^:]*: \+[.\d]+ \[(\+[.\d]+),")),
     Claim(N10, r"in-process \(\+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]",
           output(N10, 28, r"local\s+CRAG minus agent[^:]*: \+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]")),
+    # ---- 10: what was in-sample for CRAG, and the server path
+    *[Claim(N10, r"lead shrinks to " + pattern,
+            output(N10, 28, r"local\s+CRAG minus agent[^\n]*not tuned on: " + pattern))
+      for pattern in (r"(\+[.\d]+) \[", r"\+[.\d]+ \[(-[.\d]+),", r"\+[.\d]+ \[-[.\d]+, (\+[.\d]+)\]")],
+    Claim(N10, r"On the (\d+) scored questions CRAG was not tuned on",
+          output(N10, 28, r"the (\d+) CRAG was not tuned")),
+    Claim(N10, r"All (\d+) documents questions", output(N10, 28, r"tuned on, per kind: \{'docs': (\d+)")),
+    Claim(N10, r"and (\d+) of the \d+ web questions are those",
+          output(N10, 28, r"tuned on, per kind: [^|]*'web': (\d+)")),
+    Claim(N10, r"and \d+ of the (\d+) web questions are those", output(N10, 28, r"all questions: [^\n]*'web': (\d+)")),
+    Claim(N10, r"set on (\d+) of these questions", derived(
+        f"{N10} cell 28 output, questions CRAG was tuned on",
+        lambda: sum(int(n) for n in re.findall(r": (\d+)", output_text(N10, 28).split("|")[0])))),
+    Claim(N10, r"load of ([\d.]+), the server", bench("agent", "local", "load_at_start", 0)),
+    Claim(N10, r"the server run at ([\d.]+) \(printed", bench("agent", "qwen-local", "load_at_start", 0)),
+    Claim(N10, r"on only (\d+) of the \d+ web questions",
+          bench("agent", "qwen-local", "choice_constrained", "summary", "web", "k")),
+    Claim(N10, r"on only \d+ of the (\d+) web questions",
+          bench("agent", "qwen-local", "choice_constrained", "summary", "web", "n")),
     # ---- 13 the app
     Claim(N13, r"about (\d+) s of cells in the committed run", cell_seconds(N13), rel=0.5),
     *(Claim(name, r"about (\d+) s of cells in the committed run", cell_seconds(name), rel=0.5)
