@@ -304,7 +304,7 @@ def one_per_call(reduce: Callable) -> Value:
 
 
 CRAG_PAIR, JUDGE_PAIR = "crag_extractive - rag_extractive", "judge_extractive - rag_extractive"
-ANSWER_UNIT = 29  # notebook 12's cell that prints the CMRC answer lengths
+ANSWER_UNIT = 26  # notebook 12's cell that prints the CMRC answer lengths
 DEFAULT_HNSW = "HNSW default (flat params dropped)"  # the Lite default build (M=16, efConstruction=200)
 M16 = {"M": 16, "efConstruction": 64}
 
@@ -721,10 +721,6 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"recall@1/3/5 = [.\d]+/([.\d]+)/[.\d]+, and MRR@5", code(N12, 8, r'"R@3": ([\d.]+)')),
     Claim(N12, r"recall@1/3/5 = [.\d]+/[.\d]+/([.\d]+), and MRR@5", code(N12, 8, r'"R@5": ([\d.]+)')),
     Claim(N12, r"MRR@5 = ([.\d]+) \*with\*", code(N12, 8, r'"MRR@5": ([\d.]+)')),
-    Claim(N12, r"recall@1 ≥ ([.\d]+), recall@5", code(N12, 8, r'TARGET = \{"R@1": ([\d.]+)')),
-    Claim(N12, r"recall@5 ≥ ([.\d]+), MRR@5", code(N12, 8, r'TARGET = .*"R@5": ([\d.]+)')),
-    Claim(N12, r"MRR@5 ≥ ([.\d]+)", code(N12, 8, r'TARGET = .*"MRR@5": ([\d.]+)')),
-    Claim(N12, r"p50 ≤ (\d+) ms without rerank", code(N12, 9, r"p50 <= (\d+)")),
     Claim(N12, r"\(LazyLLM BM25: ([.\d]+)/", code(N12, 8, r'"R@1": ([\d.]+)')),
     Claim(N12, r"\(LazyLLM BM25: [.\d]+/([.\d]+)/", code(N12, 8, r'"R@3": ([\d.]+)')),
     Claim(N12, r"\(LazyLLM BM25: [.\d]+/[.\d]+/([.\d]+)\)", code(N12, 8, r'"R@5": ([\d.]+)')),
@@ -734,8 +730,6 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"falls to recall@1 ([.\d]+): it counts", pipeline(FUSED_ENSEMBLE, "R@1")),
     Claim(N12, r"by ([\d.]+) to [\d.]+\s+points", lift(min)),
     Claim(N12, r"by [\d.]+ to ([\d.]+)\s+points", lift(max)),
-    Claim(N12, r"adds ([\d.]+) to [\d.]+\s+points", lift(min)),
-    Claim(N12, r"adds [\d.]+ to ([\d.]+)\s+points", lift(max)),
     Claim(N12, r"\(([.\d]+) and [.\d]+ → [.\d]+ and [.\d]+\)", pipeline(BM25, "R@1")),
     Claim(N12, r"\([.\d]+ and ([.\d]+) → [.\d]+ and [.\d]+\)", pipeline(DENSE, "R@1")),
     Claim(N12, r"\([.\d]+ and [.\d]+ → ([.\d]+) and [.\d]+\)", pipeline(RRF, "R@1")),
@@ -819,12 +813,22 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"\(evidence \+([.\d]+)\)", answers_pair("split", CRAG_PAIR, "evidence diff")),
     Claim(N12, r"median time is lower \(([\d.]+) s against", answers_row("local", "crag_extractive", "s p50")),
     Claim(N12, r"lower \([\d.]+ s against ([\d.]+) s:", answers_row("local", "rag_extractive", "s p50")),
-    Claim(N12, r"single-passage questions\*\*: F1 (-?[.\d]+)", answers_pair("local", JUDGE_PAIR, "F1 diff")),
-    Claim(N12, r"F1 -?[.\d]+ \[(-?[.\d]+), -?[.\d]+\] against plain",
-          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 0)),
-    Claim(N12, r"F1 -?[.\d]+ \[-?[.\d]+, (-?[.\d]+)\] against plain",
-          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 1)),
-    Claim(N12, r"for ([\d.]+) s more per question", answers_pair("local", JUDGE_PAIR, "s diff")),
+    *[Claim(N12, prefix + pattern, answers_pair(setting_name, JUDGE_PAIR, *key))
+      for prefix, setting_name, metric in ((r"its F1 difference, ", "local", "F1 diff"),
+                                           (r"clause it is a measured loss,\s+", "local", "F1 clause diff"),
+                                           (r"split setting F1 loses too \(", "split", "F1 diff"))
+      for pattern, key in ((r"(-[.\d]+) \[", (metric,)), (r"-[.\d]+ \[(-[.\d]+),", (f"{metric} ci", 0)),
+                           (r"-[.\d]+ \[-[.\d]+, (-?[.\d]+)\]", (f"{metric} ci", 1)))],
+    # ---- 12: fusion's paired gain over dense search alone (bench_results/fusion.json), and batching
+    *[Claim(N12, prefix + pattern, bench("fusion", "pipelines", {"pipeline": "weighted, dense share 1.0"}, *key,
+                                          scale=-1))
+      for prefix in (r"hybrid RRF gains ", r"hybrid RRF adds ")
+      for pattern, key in ((r"\+([.\d]+)\s+\[", ("R@1 - default",)), (r"\+[.\d]+\s+\[\+([.\d]+),", ("95% CI", 1)),
+                           (r"\+[.\d]+\s+\[\+[.\d]+, \+([.\d]+)\]", ("95% CI", 0)))],
+    Claim(N12, r"In the benchmark,\s+(\d+) questions per call", bench("retrieval", "setup", "batch")),
+    Claim(N12, r"cut hybrid RRF from (\d+) ms", pipeline(RRF, "p50 ms")),
+    Claim(N12, r"cut hybrid RRF from \d+ ms to ([\d.]+) ms", pipeline(RRF, BATCHED_LITE)),
+    Claim(N12, r"for ([\d.]+) s more per\s+question", answers_pair("local", JUDGE_PAIR, "s diff")),
     # ---- 12: held-out retrieval, the slimmed retrieval reading, CRAG's local evidence loss
     Claim(N12, r"dev split\s+\((\d+) contexts no choice", bench("retrieval_dev", "setup", "contexts")),
     Claim(N12, r"course analyzer scores recall@1 ([.\d]+)", pipeline(BM25, "R@1")),
@@ -834,9 +838,6 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"only \d+-(\d+) % of\s+the time", over(SINGLES + HYBRIDS, "ctx recall@3", max, scale=100)),
     Claim(N12, r"hybrid p50 is (\d+)-\d+ ms", over(HYBRIDS, "p50 ms", min)),
     Claim(N12, r"hybrid p50 is \d+-(\d+) ms", over(HYBRIDS, "p50 ms", max)),
-    Claim(N12, r"sent (\d+) at a time", bench("retrieval", "setup", "batch")),
-    Claim(N12, r"`\), (\d+)-\d+ ms per question", over(HYBRIDS, "batched ms/q (64 per call)", min)),
-    Claim(N12, r"`\), \d+-(\d+) ms per question", over(HYBRIDS, "batched ms/q (64 per call)", max)),
     Claim(N12, r"gold-context bound: ([.\d]+)\)", answers_row("local", "gold", "EM clause")),
     Claim(N12, r"F1 difference with plain RAG is\s+\+([.\d]+) \[", answers_pair("local", CRAG_PAIR, "F1 diff")),
     Claim(N12, r"F1 difference with plain RAG is\s+\+[.\d]+ \[(-?[.\d]+),",
