@@ -47,7 +47,7 @@ $(VENV)/.installed: requirements.txt constraints.txt requirements-model.txt pypr
 	touch $@
 
 demo: setup  ## index data/docs into Milvus Lite and answer three questions, streaming
-	$(PY) -m rag_lib.demo
+	$(PY) -m rag_lib.experiments.demo
 
 # Debian's headless Chromium and its matching driver, for tests/test_browser.py. apt-get runs only when one of the
 # two is missing (as root, or with `sudo -n`: never waits for a password); no browser is downloaded by Selenium.

@@ -30,7 +30,6 @@ from pymilvus import MilvusClient
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from benchmarks import MEASURED_ANALYZER, timed, write_results
-from rag_lib.demo import DOCS
 from rag_lib.embeddings import get_embeddings
 from rag_lib.experiments.advanced import (
     LANGUAGES,
@@ -42,6 +41,7 @@ from rag_lib.experiments.advanced import (
     translate_query,
     union_search,
 )
+from rag_lib.experiments.demo import DOCS
 from rag_lib.experiments.evaluation import bootstrap_ci, paired_difference, recall_at_k, reciprocal_rank
 from rag_lib.experiments.node_groups import (
     DEFAULT_OUT,

@@ -28,8 +28,8 @@ from langchain_core.messages import HumanMessage
 from benchmarks import MEASURED_ANALYZER, write_results
 from benchmarks.answers import clear_prompt_cache
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
-from rag_lib.demo import DOCS
 from rag_lib.embeddings import get_embeddings
+from rag_lib.experiments.demo import DOCS
 from rag_lib.experiments.evaluation import wilson
 from rag_lib.experiments.results import RESULTS_DIR, agent_tables
 from rag_lib.experiments.tokens import TokenCounter, token_counter_for

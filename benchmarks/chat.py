@@ -17,8 +17,8 @@ from pathlib import Path
 from langgraph.checkpoint.memory import InMemorySaver
 
 from benchmarks import write_results
-from rag_lib.demo import DOCS
 from rag_lib.embeddings import default_min_similarity, get_embeddings
+from rag_lib.experiments.demo import DOCS
 from rag_lib.experiments.evaluation import wilson
 from rag_lib.experiments.questions import load_follow_ups
 from rag_lib.experiments.results import format_table

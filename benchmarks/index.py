@@ -30,7 +30,6 @@ from pymilvus import MilvusClient
 
 from benchmarks import timed, write_results
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, recursive_split
-from rag_lib.demo import DOCS
 from rag_lib.embeddings import raw_embeddings
 from rag_lib.experiments.ann import (
     build_index,
@@ -44,6 +43,7 @@ from rag_lib.experiments.ann import (
     unit_vectors,
 )
 from rag_lib.experiments.cmrc import cmrc_path, load_cmrc
+from rag_lib.experiments.demo import DOCS
 from rag_lib.experiments.evaluation import percentile
 from rag_lib.experiments.results import format_table
 from rag_lib.index import chunk_rows, embed_rows, list_files, write_file

@@ -12,8 +12,8 @@ from pathlib import Path
 from benchmarks import timed, write_results
 from benchmarks.builds import venv_build
 from rag_lib import gguf
-from rag_lib.demo import DOCS, quickstart_questions
 from rag_lib.embeddings import default_min_similarity, raw_embeddings
+from rag_lib.experiments.demo import DOCS, quickstart_questions
 from rag_lib.experiments.results import format_table
 from rag_lib.graphs.rag import answer_messages
 from rag_lib.index import index_directory

@@ -1,11 +1,12 @@
-"""`make demo` (rag_lib.demo.main) frees its Milvus Lite database however it ends, so a notebook or the app can
-open it next. Real Milvus Lite and embeddings; the chat model is never called (the run stops at its questions)."""
+"""`make demo` (rag_lib.experiments.demo.main) frees its Milvus Lite database however it ends, so a notebook or the
+app can open it next. Real Milvus Lite and embeddings; the chat model
+is never called (the run stops at its questions)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag_lib import demo
+from rag_lib.experiments import demo
 from rag_lib.store import DEFAULT_COLLECTION, connect
 
 

@@ -27,7 +27,7 @@ from rag_lib import structured
 from rag_lib.agent import build_agent, docs_tool, run_agent, web_tool
 from rag_lib.app.intent import Route, router_messages
 from rag_lib.app.router import RouterContext, build_router_graph
-from rag_lib.demo import stream_answer
+from rag_lib.experiments.demo import stream_answer
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph

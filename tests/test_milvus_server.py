@@ -10,7 +10,7 @@ from langchain_core.embeddings import Embeddings
 from pymilvus import DataType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
-import rag_lib.demo
+import rag_lib.experiments.demo
 import rag_lib.store
 from rag_lib.llm import get_chat_model
 from rag_lib.store import MilvusVersionError, connect, ensure_collection, require_full_text_search
@@ -81,14 +81,14 @@ class CountingEmbeddings(Embeddings):
 
 def test_the_demo_stops_at_once_before_embedding_anything(server, embeddings, monkeypatch) -> None:
     spy = CountingEmbeddings(embeddings)
-    monkeypatch.setattr(rag_lib.demo, "get_embeddings", lambda: spy)
+    monkeypatch.setattr(rag_lib.experiments.demo, "get_embeddings", lambda: spy)
     # a hosted chat model is only constructed here, never called: the demo must fail before it answers anything
     monkeypatch.setenv("RAG_LLM_MODEL", "unused")
     monkeypatch.setenv("RAG_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     get_chat_model.cache_clear()
     try:
         with pytest.raises(MilvusVersionError, match=TOO_OLD):
-            rag_lib.demo.main()
+            rag_lib.experiments.demo.main()
     finally:
         get_chat_model.cache_clear()
     assert spy.passages == 0

@@ -75,7 +75,8 @@ def test_gguf_path_is_used(offline_env, tmp_path):
 
 
 def test_demo_fails_on_half_configured_chat_before_indexing(offline_env):
-    from rag_lib import demo, llm
+    from rag_lib import llm
+    from rag_lib.experiments import demo
 
     offline_env.setenv("RAG_LLM_API_KEY", "sk-test")  # a key without RAG_LLM_MODEL
     # get_chat_model caches one model per process: use the uncached function so this env is really resolved.

@@ -1,5 +1,6 @@
-"""Two-step RAG as a LangChain agent (rag_lib.two_step): retrieval before the model call, passages in the system
-prompt, sources in the state, the refusal without a model call; and one real run of the local model over Milvus Lite.
+"""Two-step RAG as a LangChain agent (rag_lib.experiments.two_step): retrieval before the model call, passages in the
+system prompt, sources in the state, the refusal without a model call; and one real run of the local model over
+Milvus Lite.
 
 Tests marked "fake model" use a TEST DOUBLE chat model that records the messages it was sent and replies with a
 fixed text; the retriever is real (Milvus Lite, real embeddings) in every test."""
@@ -12,10 +13,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from test_agent import DOC, QUESTION, index_two_docs
 
 from rag_lib.embeddings import default_min_similarity
+from rag_lib.experiments.two_step import build_two_step_agent
 from rag_lib.graphs.rag import REFUSAL
 from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
-from rag_lib.two_step import build_two_step_agent
 
 OFF_TOPIC = "How long should I boil an egg to get a soft, runny yolk?"
 
