@@ -28,20 +28,18 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.runtime import Runtime
 from pydantic import PrivateAttr
 
+from rag_lib.experiments.judge_tree import Tree, rebuild_tree, tree_rows
+from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.judge import (
     JudgeContext,
     JudgeTask,
     Judgment,
-    Tree,
     answer_documents,
     build_judge_graph,
     checked,
     grounded,
     judge,
     plan,
-    rebuild_tree,
-    sqlite_checkpointer,
-    tree_rows,
 )
 from rag_lib.prompts import EXTRACT_PROMPT
 
@@ -349,7 +347,7 @@ def test_tree_rebuilt_in_a_fresh_process_matches(tmp_path):
     assert len(tree_rows(here)) == 2 + 4 + 8
 
     script_text = (
-        "import json, sys; from dataclasses import asdict; from rag_lib.graphs.judge import rebuild_tree; "
+        "import json, sys; from dataclasses import asdict; from rag_lib.experiments.judge_tree import rebuild_tree; "
         "print(json.dumps(asdict(rebuild_tree(sys.argv[1], 'root'))))"
     )
     done = subprocess.run(
