@@ -18,8 +18,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 from bs4 import BeautifulSoup, NavigableString
-from pypdf import PdfReader, PdfWriter
-from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+from pypdf import PdfReader
 
 from rag_lib.settings import settings
 
@@ -227,27 +226,3 @@ def load_file(path: Path, data: bytes | None = None) -> LoadedFile:
     """Load any supported file (`data`: its bytes, when already read) or raise LoadError saying why not."""
     check_supported(path)
     return LOADERS[path.suffix.lower()](read_bytes(path) if data is None else data, path)
-
-
-def make_pdf(lines: list[str], title: str = "") -> bytes:
-    """A minimal one-page PDF with these lines of text (Helvetica: ASCII only), for demos and tests."""
-    writer = PdfWriter()
-    page = writer.add_blank_page(612, 792)
-    font = DictionaryObject({
-        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-        NameObject("/BaseFont"): NameObject("/Helvetica"),
-    })
-    page[NameObject("/Resources")] = DictionaryObject(
-        {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
-    )
-    escaped = (line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") for line in lines)
-    content = DecodedStreamObject()
-    content.set_data(
-        ("BT /F1 11 Tf 14 TL 72 720 Td " + " ".join(f"({line}) Tj T*" for line in escaped) + " ET").encode("latin-1")
-    )
-    page.replace_contents(content)
-    if title:
-        writer.add_metadata({"/Title": title})
-    buffer = io.BytesIO()
-    writer.write(buffer)
-    return buffer.getvalue()

@@ -22,7 +22,7 @@ from test_router import ANSWER, ASK_CAFETERIA, CAFETERIA, FOLLOW_UP, ScriptedCha
 from rag_lib.app.ui import FILE_COLUMNS, START_HINT, THREAD_KEY, RagApp, build_ui, reply_markdown
 from rag_lib.app.ui import main as app_main
 from rag_lib.app.uploads import UploadError, indexed_documents, safe_name, save_document
-from rag_lib.loaders import make_pdf
+from rag_lib.experiments.sample_pdf import make_pdf
 from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows
 
 

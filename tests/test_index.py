@@ -12,8 +12,9 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from rag_lib.chunking import Chunker
+from rag_lib.experiments.sample_pdf import make_pdf
 from rag_lib.index import chunk_rows, index_directory, parent_documents
-from rag_lib.loaders import LoadError, make_pdf, read_text
+from rag_lib.loaders import LoadError, read_text
 from rag_lib.retriever import Retriever
 from rag_lib.store import DEFAULT_COLLECTION, connect, count_rows, ensure_collection, make_row, seal
 

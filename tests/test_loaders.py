@@ -11,7 +11,8 @@ from xml.sax.saxutils import escape
 import pytest
 from pypdf import PdfWriter
 
-from rag_lib.loaders import LoadError, load_file, make_pdf, max_file_bytes, read_bytes, read_text
+from rag_lib.experiments.sample_pdf import make_pdf
+from rag_lib.loaders import LoadError, load_file, max_file_bytes, read_bytes, read_text
 
 HTML = """<!DOCTYPE html><html><head><title>Milvus
   analyzers</title><style>p { color: red }</style><script>var hidden = "SCRIPT TEXT";</script></head>
