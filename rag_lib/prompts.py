@@ -1,5 +1,6 @@
-"""The prompts the library sends to a model (grouped by the module that sends it; the app's router and grader and the
-node groups keep their own), and how prompts carry retrieved text: fenced as quoted data, fitted to the window.
+"""The prompts the library sends to a model (grouped by the module that sends it; the app's router and grader, the
+node groups and the query transformations keep their own), and how prompts carry retrieved text: fenced as quoted
+data, fitted to the window.
 
 Fence: each passage goes inside `<passage id=N source="...">` ... `</passage>` (tag look-alikes in the text
 neutralised), and the prompt says before and after the passages that text in the tags is data, never instructions.
@@ -197,36 +198,6 @@ RESULTS_REMINDER = (
 )
 RESULTS_REQUEST = "Results of {tool}:\n{results}\n\n" + RESULTS_REMINDER + "\nQuestion: {question}"
 ANSWER_ONLY = "You have searched enough: answer now from the results above, or say you did not find the answer."
-
-# -------- query transformations (rag_lib.experiments.advanced)
-
-# Short prompts, fixed part first (llama.cpp reuses a shared prompt prefix), one worked example where the 1.5B
-# model otherwise echoed the question or returned an empty list.
-REWRITE_PROMPT = (
-    "You search documentation about {domain}. Which technical terms would a document that answers the question "
-    "use? Give 2-5 terms.\nExample: how do I avoid embedding the same text twice? -> embedding cache, "
-    "CacheBackedEmbeddings\nQuestion: {question}"
-)
-TRANSLATE_PROMPT = "Translate into {language}. Reply with the translation only.\n{question}"
-EXPAND_PROMPT = (
-    "You search documentation about {domain}. Write {n} different search queries for the question: other wordings "
-    "and the technical terms it implies.\nQuestion: {question}"
-)
-DECOMPOSE_PROMPT = (
-    "Split the question into simple sub-questions, one per thing it asks about.\n"
-    "Example: How do BM25 and dense search differ in speed? -> How fast is BM25 search? | How fast is dense search?\n"
-    "Question: {question}"
-)
-# Asked "answered?", the 1.5B model said yes to a two-part question whose second part was not in the passages;
-# asked to name the missing part first, it found it.
-GAP_PROMPT = (
-    "Passages:\n{passages}\n\nQuestion: {question}\n"
-    "Which part of the question do the passages NOT state? Write it in missing (empty if every part is stated) "
-    "and a search query for it."
-)
-HYDE_PROMPT = (
-    "Write a short passage of technical documentation that answers the question, in {language}.\nQuestion: {question}"
-)
 
 # -------- the LLM reranker (rag_lib.rerank)
 

@@ -49,9 +49,10 @@ from rag_lib.app.router import AppState, RouterContext, build_router_graph, cond
 from rag_lib.app.strategies import retrieval_scores, source_filter
 from rag_lib.app.uploads import choose_chunker, indexed_documents, save_document
 from rag_lib.embeddings import E5_MIN_SIMILARITY, MAX_QUERY_CHARS, default_min_similarity
+from rag_lib.experiments.advanced import HYDE_PROMPT
 from rag_lib.graphs.checkpoints import sqlite_checkpointer
 from rag_lib.graphs.rag import REFUSAL
-from rag_lib.prompts import CONDENSE_SYSTEM, HYDE_PROMPT
+from rag_lib.prompts import CONDENSE_SYSTEM
 from rag_lib.store import DEFAULT_COLLECTION, count_rows
 
 ANSWER = "The cafeteria opens at 9:00 on Sundays [1]."

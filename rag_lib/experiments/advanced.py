@@ -24,7 +24,6 @@ from pydantic import BaseModel, Field
 from pymilvus import MilvusClient
 
 from rag_lib.index import parent_documents
-from rag_lib.prompts import DECOMPOSE_PROMPT, EXPAND_PROMPT, GAP_PROMPT, HYDE_PROMPT, REWRITE_PROMPT, TRANSLATE_PROMPT
 from rag_lib.rerank import Reranker
 from rag_lib.retriever import Retriever, to_document, with_metadata
 from rag_lib.store import DENSE_SEARCH_PARAMS, METADATA_FIELDS
@@ -37,6 +36,34 @@ PASSAGE_CHARS = 200  # passages shown to the multi-step judge are cut here (prom
 
 DOMAIN = "RAG, vector databases (Milvus) and LangGraph agents"  # what the corpus is about: keeps the model on topic
 LANGUAGES = {"zh": "Chinese", "en": "English"}
+
+# The query transformations' prompts: short, fixed part first (llama.cpp reuses a shared prompt prefix), one worked
+# example where the 1.5B model otherwise echoed the question or returned an empty list.
+REWRITE_PROMPT = (
+    "You search documentation about {domain}. Which technical terms would a document that answers the question "
+    "use? Give 2-5 terms.\nExample: how do I avoid embedding the same text twice? -> embedding cache, "
+    "CacheBackedEmbeddings\nQuestion: {question}"
+)
+TRANSLATE_PROMPT = "Translate into {language}. Reply with the translation only.\n{question}"
+EXPAND_PROMPT = (
+    "You search documentation about {domain}. Write {n} different search queries for the question: other wordings "
+    "and the technical terms it implies.\nQuestion: {question}"
+)
+DECOMPOSE_PROMPT = (
+    "Split the question into simple sub-questions, one per thing it asks about.\n"
+    "Example: How do BM25 and dense search differ in speed? -> How fast is BM25 search? | How fast is dense search?\n"
+    "Question: {question}"
+)
+# Asked "answered?", the 1.5B model said yes to a two-part question whose second part was not in the passages;
+# asked to name the missing part first, it found it.
+GAP_PROMPT = (
+    "Passages:\n{passages}\n\nQuestion: {question}\n"
+    "Which part of the question do the passages NOT state? Write it in missing (empty if every part is stated) "
+    "and a search query for it."
+)
+HYDE_PROMPT = (
+    "Write a short passage of technical documentation that answers the question, in {language}.\nQuestion: {question}"
+)
 
 # The docstring of an output schema is part of the PROMPT: with_structured_output sends it to the model as the
 # tool's description (llama.cpp puts it in the system prompt). So it says what to return, and notes for readers
