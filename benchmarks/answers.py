@@ -66,6 +66,7 @@ from benchmarks import MEASURED_ANALYZER, write_results
 from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.experiments.cmrc import Dataset, cmrc_path, load_cmrc
 from rag_lib.experiments.evaluation import (
+    any_occurs_in,
     bootstrap_ci,
     cited_passage,
     clause_scores,
@@ -82,7 +83,7 @@ from rag_lib.graphs.judge import JudgeContext, answer_documents, build_judge_gra
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import index_directory, source_name
 from rag_lib.llm import get_chat_model
-from rag_lib.matching import any_occurs_in, occurs_in
+from rag_lib.matching import occurs_in
 from rag_lib.retriever import Retriever
 from rag_lib.store import PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.structured import StructuredOutputError, structured_output

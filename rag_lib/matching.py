@@ -9,7 +9,7 @@ when either text holds a CJK character, else SQuAD v1.1's.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from rag_lib.text import CJK_CHARS, has_cjk, tokenize
 
@@ -67,12 +67,6 @@ def clause_holding(span: str, text: str) -> str:
     start = max((m.end() for m in marks if m.end() <= found.start()), default=0)
     end = min((m.start() for m in marks if m.start() >= found.end()), default=len(text))
     return text[start:end].strip()
-
-
-def any_occurs_in(spans: Iterable[str], texts: Iterable[str]) -> bool:
-    """Whether one of `spans` (e.g. the gold answers) `occurs_in` one of `texts` (e.g. what the generator saw)."""
-    texts = list(texts)
-    return any(occurs_in(span, text) for span in spans for text in texts)
 
 
 def tokens_occur_in(answer: str, text: str) -> bool:

@@ -272,14 +272,6 @@ def ensure_collection(client: MilvusClient, dim: int, name: str = DEFAULT_COLLEC
     return name
 
 
-def load_if_exists(client: MilvusClient, name: str = DEFAULT_COLLECTION) -> bool:
-    """Whether collection `name` exists; loaded when it does (a reopened Lite database has them released)."""
-    if not client.has_collection(name):
-        return False
-    client.load_collection(name)
-    return True
-
-
 def seal(client: MilvusClient, name: str = DEFAULT_COLLECTION) -> None:
     """Flush the rows just written into a sealed segment, once after a bulk write: Milvus Lite rebuilds the BM25 index
     of unflushed rows on every query, and scores each segment with its own BM25 statistics."""

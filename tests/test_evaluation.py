@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag_lib.experiments.evaluation import (
+    any_occurs_in,
     contains_any,
     context_recall,
     context_relevance,
@@ -156,3 +157,9 @@ def test_wilson_interval_matches_the_textbook_values_and_stays_inside_0_1():
     assert wilson(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)  # 0 successes: not the zero-width (0, 0)
     assert wilson(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
     assert wilson(0, 0) == (0.0, 1.0)  # no trials: nothing known
+
+
+def test_any_occurs_in_looks_for_every_span_in_every_text():
+    assert any_occurs_in(["k1=1.2", "x"], ["参数 k1 = 1.2 和 b = 0.75"])
+    assert any_occurs_in(["紫禁城"], ["长城", "故宫旧称紫禁城"])  # found in the second text
+    assert not any_occurs_in(["k1=1.2"], ["k1 = 1.25"]) and not any_occurs_in([], ["text"])

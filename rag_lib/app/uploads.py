@@ -23,12 +23,20 @@ from pymilvus import MilvusClient
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE, Chunker
 from rag_lib.index import check_source, chunk_rows, embed_rows, shown_name, write_file
 from rag_lib.loaders import LoadError, load_file, max_file_bytes
-from rag_lib.store import DEFAULT_COLLECTION, ensure_collection, field_filter, load_if_exists, query_all
+from rag_lib.store import DEFAULT_COLLECTION, ensure_collection, field_filter, query_all
 from rag_lib.text import detect_language
 
 UPLOAD_TYPES = (".md", ".txt", ".pdf")
 CHUNKINGS = ("semantic", "fixed", "recursive", "markdown")
 PARTIAL_NAME = ".{}.partial"  # an upload is written under this name first, then renamed over the real one
+
+
+def load_if_exists(client: MilvusClient, name: str = DEFAULT_COLLECTION) -> bool:
+    """Whether collection `name` exists; loaded when it does (a reopened Lite database has them released)."""
+    if not client.has_collection(name):
+        return False
+    client.load_collection(name)
+    return True
 
 
 class UploadError(ValueError):

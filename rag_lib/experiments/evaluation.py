@@ -21,7 +21,6 @@ import numpy as np
 
 from rag_lib.matching import (
     CITATION,
-    any_occurs_in,
     clause_holding,
     normalized_tokens,
     occurs_in,
@@ -29,6 +28,12 @@ from rag_lib.matching import (
     tokens_occur_in,
 )
 from rag_lib.text import split_sentences
+
+
+def any_occurs_in(spans: Iterable[str], texts: Iterable[str]) -> bool:
+    """Whether one of `spans` (e.g. the gold answers) `occurs_in` one of `texts` (e.g. what the generator saw)."""
+    texts = list(texts)
+    return any(occurs_in(span, text) for span in spans for text in texts)
 
 
 def _gold_list(golds: str | Sequence[str]) -> list[str]:
