@@ -1,9 +1,7 @@
 """Does an answer occur in a text? Each check answers another question, so each has its own name:
-`occurs_in` (the span itself, case and spaces ignored: a COPIED answer), `tokens_occur_in` (the normalised tokens
-as a run: context recall), `grounded` (most words in the passage, one not in the question), `drawn_from` (most
-character pairs shared with the source) and `supported` (a generated answer's numbers and most content words are in
-the passages it cites). `normalized_tokens` and `scoring_scheme` are the answer metrics' normalisation: CMRC 2018's
-when either text holds a CJK character, else SQuAD v1.1's.
+`occurs_in` (the span itself, case and spaces ignored: a COPIED answer), `grounded` (most words in the passage, one
+not in the question) and `supported` (a generated answer's numbers and most content words are in the passages it
+cites).
 """
 
 from __future__ import annotations
@@ -11,34 +9,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag_lib.text import CJK_CHARS, has_cjk, tokenize
+from rag_lib.text import tokenize
 
-# The official CMRC 2018 scorer deletes these before segmenting (its `sp_char` list): "GPT-4" is one token "gpt4".
-_CMRC_PUNCTUATION = re.compile(r"[-:_*^/\\~`+=，。：？！“”；’《》…·、「」（）－～『』]")
-# Then one token per CJK character, one per run of other letters/digits; other punctuation and spaces fall out.
-_MIXED_TOKEN = re.compile(rf"[{CJK_CHARS}]|[^\W_{CJK_CHARS}]+")
-_PUNCTUATION = re.compile(r"[^\w\s]|_")
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 CLAUSE_MARK = re.compile(r"[，。；！？\n]|[,.;!?](?=\s|$)")  # where a clause ends (see `clause_holding`)
-DRAWN_MIN_PAIRS = 0.7  # share of an answer's character pairs that must occur in its source (see `drawn_from`)
-DRAWN_SHORT_CHARS = 12  # an answer this short (spaces left out) must occur whole: a few pairs occur anywhere
 SUPPORT_MIN_WORDS = 0.6  # share of a generated answer's content words that must occur in its cited passages
 CITATION = re.compile(r"\s*\[(\d+(?:\s*[,，]\s*\d+)*)\]")  # [2] or [1, 3]: passages cited by number
 _NUMBER = re.compile(r"[a-z0-9]*\d[a-z0-9]*(?:[.,:]\d[a-z0-9]*)*", re.IGNORECASE)  # 19530, 7:00, 1.5b, e5, 2m3t
 _LIST_MARK = re.compile(r"^\s*\d+(?:[.)]\s+|、)", re.MULTILINE)  # "1. " or "2、" opening a line: not a number
-
-
-def scoring_scheme(*texts: str) -> str:
-    """"zh" (CMRC 2018 scoring) when any of the texts holds a CJK character, else "en" (SQuAD v1.1)."""
-    return "zh" if any(has_cjk(t) for t in texts) else "en"
-
-
-def normalized_tokens(text: str, scheme: str) -> list[str]:
-    """Normalise and tokenise text: CMRC 2018 mixed segmentation for "zh", SQuAD normalisation for "en"."""
-    text = text.lower()
-    if scheme == "zh":
-        return _MIXED_TOKEN.findall(_CMRC_PUNCTUATION.sub("", text))
-    return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text)).split()
 
 
 def _find(span: str, text: str) -> re.Match | None:
@@ -69,39 +46,12 @@ def clause_holding(span: str, text: str) -> str:
     return text[start:end].strip()
 
 
-def tokens_occur_in(answer: str, text: str) -> bool:
-    """True when the answer's tokens occur as a run in the text's tokens (mixed segmentation, so "1898" is found
-    in "创建于1898年"; English articles dropped when the answer is not Chinese, as EM normalises)."""
-    skip = set() if has_cjk(answer) else {"a", "an", "the"}
-    needle = " ".join(t for t in normalized_tokens(answer, "zh") if t not in skip)
-    haystack = " ".join(t for t in normalized_tokens(text, "zh") if t not in skip)
-    return bool(needle) and f" {needle} " in f" {haystack} "
-
-
 def grounded(answer: str, passage: str, question: str) -> bool:
     """True when most words of `answer` are in the passage and one of those is not in the question: the
     answer brings a fact from the passage (an invented number, or the question said back, fails)."""
     words = set(tokenize(answer))
     found = words & set(tokenize(passage))
     return 0 < len(words) <= 2 * len(found) and bool(found - set(tokenize(question)))
-
-
-def drawn_from(answer: str, text: str) -> bool:
-    """Whether an LLM-written answer comes from `text`: a short answer must occur in it whole (`tokens_occur_in`),
-    a longer one must share at least DRAWN_MIN_PAIRS of its character pairs with it."""
-
-    def squeeze(s: str) -> str:
-        return "".join(s.lower().split())
-
-    def pairs(s: str) -> set[str]:
-        return {s[i : i + 2] for i in range(len(s) - 1)}
-
-    if not answer.strip():
-        return False
-    if len(squeeze(answer)) <= DRAWN_SHORT_CHARS:  # "paris" would be found in "comparison": whole words only
-        return tokens_occur_in(answer, text)
-    wanted = pairs(squeeze(answer))
-    return len(wanted & pairs(squeeze(text))) / len(wanted) >= DRAWN_MIN_PAIRS
 
 
 def same_word(a: str, b: str) -> bool:

@@ -11,10 +11,14 @@ from rag_lib.experiments.evaluation import (
     context_relevance,
     exact_match,
     f1,
+    normalized_tokens,
     recall_at_k,
     reciprocal_rank,
+    scoring_scheme,
+    tokens_occur_in,
     wilson,
 )
+from rag_lib.matching import occurs_in
 
 # ---------------------------------------------------------------- answers: Chinese (CMRC 2018)
 
@@ -163,3 +167,22 @@ def test_any_occurs_in_looks_for_every_span_in_every_text():
     assert any_occurs_in(["k1=1.2", "x"], ["参数 k1 = 1.2 和 b = 0.75"])
     assert any_occurs_in(["紫禁城"], ["长城", "故宫旧称紫禁城"])  # found in the second text
     assert not any_occurs_in(["k1=1.2"], ["k1 = 1.25"]) and not any_occurs_in([], ["text"])
+
+
+def test_normalisation_follows_the_scorer_of_the_language():
+    assert scoring_scheme("1990", "1990年") == "zh" and scoring_scheme("BM25", "bm25") == "en"
+    assert normalized_tokens("GPT-4 发布于2023年。", "zh") == ["gpt4", "发", "布", "于", "2023", "年"]
+    assert normalized_tokens("The BM25 function, k=60.", "en") == ["bm25", "function", "k60"]
+
+
+def test_tokens_occur_in_matches_normalised_tokens_as_a_run():
+    assert tokens_occur_in("1898", "北京大学创建于1898年")
+    assert tokens_occur_in("the BM25 function", "Lucene ranks with a BM25 function.")  # articles dropped
+    assert tokens_occur_in("紫禁", "故宫旧称紫禁城")  # CJK: one token per character, so part of a word matches
+    assert not tokens_occur_in("30", "a range of 300") and not tokens_occur_in("", "text")
+
+
+def test_the_two_occurrence_checks_part_ways_on_punctuation_and_articles():
+    # a copied span must be in the passage as it is; a normalised answer only needs its tokens there
+    assert tokens_occur_in("紫禁城。", "故宫旧称紫禁城") and not occurs_in("紫禁城。", "故宫旧称紫禁城")
+    assert tokens_occur_in("the BM25", "BM25 ranks") and not occurs_in("the BM25", "BM25 ranks")

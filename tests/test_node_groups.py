@@ -12,8 +12,8 @@ from test_advanced import ScriptedChatModel
 
 from rag_lib.experiments import node_groups as ng
 from rag_lib.experiments.advanced import multi_path_search
+from rag_lib.experiments.node_groups import drawn_from
 from rag_lib.index import source_name
-from rag_lib.matching import drawn_from
 from rag_lib.retriever import Retriever
 from rag_lib.store import field_filter
 from rag_lib.structured import StructuredOutputError
@@ -144,3 +144,12 @@ def test_multi_path_includes_the_node_group_path(milvus, embeddings, chunks, gro
     assert set(hits[0].metadata["paths"]) == {"dense", "node groups"}
     stored = {r["id"] for r in milvus.query(chunks, filter="", output_fields=["id"], limit=100)}
     assert all(h.id in stored for h in hits)
+
+
+def test_drawn_from_wants_short_answers_whole_and_long_ones_mostly():
+    text = "HNSW builds layered graphs. The parameter M sets how many neighbours each node keeps. Milvus uses M = 16."
+    assert drawn_from("M = 16", text) and drawn_from("milvus uses m=16", text)  # case and spaces ignored
+    assert not drawn_from("H2O", text) and not drawn_from("", text)
+    assert not drawn_from("Paris", "pairwise comparison of two answers")  # short answers match whole words
+    assert drawn_from("each node keeps M neighbours", text)  # long: most character pairs are in the text
+    assert not drawn_from("the capital of France is Paris", text)

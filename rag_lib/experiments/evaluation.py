@@ -3,8 +3,8 @@
 The answer scheme is chosen per pair: when the gold or the prediction holds any CJK character, both are scored
 as the CMRC 2018 script does (its punctuation list dropped, mixed segmentation, longest-common-substring F1), so
 "1990年" against "1990" or "NBA球队" against "NBA" get partial credit as there; otherwise as SQuAD v1.1 (articles
-and punctuation dropped, bag-of-tokens F1); the normalisation lives in `rag_lib.matching`. Context recall matches an
-answer in text by mixed segmentation (`rag_lib.matching.tokens_occur_in`), whatever the languages.
+and punctuation dropped, bag-of-tokens F1); `normalized_tokens` does either normalisation. Context recall matches an
+answer in text by mixed segmentation (`tokens_occur_in`), whatever the languages.
 `bootstrap_ci` and `paired_difference` put a confidence interval on a mean (or median) over questions, so two
 pipelines are compared on the same questions with their uncertainty, not by two bare numbers; `wilson` does it for
 a proportion (a hit rate, an agreement). `rescored` scores a saved answer row again, citations left out.
@@ -13,21 +13,44 @@ a proportion (a hit rate, an agreement). `rescored` scores a saved answer row ag
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
-from rag_lib.matching import (
-    CITATION,
-    clause_holding,
-    normalized_tokens,
-    occurs_in,
-    scoring_scheme,
-    tokens_occur_in,
-)
-from rag_lib.text import split_sentences
+from rag_lib.matching import CITATION, clause_holding, occurs_in
+from rag_lib.text import CJK_CHARS, has_cjk, split_sentences
+
+# The official CMRC 2018 scorer deletes these before segmenting (its `sp_char` list): "GPT-4" is one token "gpt4".
+_CMRC_PUNCTUATION = re.compile(r"[-:_*^/\\~`+=，。：？！“”；’《》…·、「」（）－～『』]")
+# Then one token per CJK character, one per run of other letters/digits; other punctuation and spaces fall out.
+_MIXED_TOKEN = re.compile(rf"[{CJK_CHARS}]|[^\W_{CJK_CHARS}]+")
+_PUNCTUATION = re.compile(r"[^\w\s]|_")
+_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+
+
+def scoring_scheme(*texts: str) -> str:
+    """"zh" (CMRC 2018 scoring) when any of the texts holds a CJK character, else "en" (SQuAD v1.1)."""
+    return "zh" if any(has_cjk(t) for t in texts) else "en"
+
+
+def normalized_tokens(text: str, scheme: str) -> list[str]:
+    """Normalise and tokenise text: CMRC 2018 mixed segmentation for "zh", SQuAD normalisation for "en"."""
+    text = text.lower()
+    if scheme == "zh":
+        return _MIXED_TOKEN.findall(_CMRC_PUNCTUATION.sub("", text))
+    return _ARTICLES.sub(" ", _PUNCTUATION.sub("", text)).split()
+
+
+def tokens_occur_in(answer: str, text: str) -> bool:
+    """True when the answer's tokens occur as a run in the text's tokens (mixed segmentation, so "1898" is found
+    in "创建于1898年"; English articles dropped when the answer is not Chinese, as EM normalises)."""
+    skip = set() if has_cjk(answer) else {"a", "an", "the"}
+    needle = " ".join(t for t in normalized_tokens(answer, "zh") if t not in skip)
+    haystack = " ".join(t for t in normalized_tokens(text, "zh") if t not in skip)
+    return bool(needle) and f" {needle} " in f" {haystack} "
 
 
 def any_occurs_in(spans: Iterable[str], texts: Iterable[str]) -> bool:

@@ -37,9 +37,9 @@ from pymilvus import MilvusClient
 from tqdm.auto import tqdm
 
 from rag_lib.experiments.advanced import OUTPUT_FIELDS, search_by_vector
+from rag_lib.experiments.evaluation import tokens_occur_in
 from rag_lib.index import list_files, source_name
 from rag_lib.loaders import LOADERS, LoadError, load_file
-from rag_lib.matching import drawn_from
 from rag_lib.retriever import to_document, with_metadata
 from rag_lib.store import PROJECT_ROOT, chunk_id, ensure_collection_for, field_filter, make_row
 from rag_lib.structured import StructuredOutputError, structured_output
@@ -62,6 +62,8 @@ GROUP_COLLECTION = "node_groups"
 GROUP_FIELDS = [*OUTPUT_FIELDS, "kind", "level"]
 MAX_TOKENS = 600  # fits the longest output the schema's length limits allow, so the JSON is never cut off
 MAX_CHARS = 3200  # every data/docs file fits; longer texts are cut (prompt processing is the cost on CPU)
+DRAWN_MIN_PAIRS = 0.7  # share of an answer's character pairs that must occur in its source (see `drawn_from`)
+DRAWN_SHORT_CHARS = 12  # an answer this short (spaces left out) must occur whole: a few pairs occur anywhere
 
 
 # A schema's docstring is part of the PROMPT: with_structured_output sends it as the tool description, which
@@ -84,6 +86,24 @@ class NodeGroup(BaseModel):  # what the LLM derives from one text; no docstring 
     summary: str = Field(max_length=120)
     keywords: list[Annotated[str, StringConstraints(max_length=20)]] = Field(min_length=3, max_length=6)
     qa_pairs: list[QAPair] = Field(min_length=3, max_length=3)  # without a minimum it often wrote one
+
+
+def drawn_from(answer: str, text: str) -> bool:
+    """Whether an LLM-written answer comes from `text`: a short answer must occur in it whole (`tokens_occur_in`),
+    a longer one must share at least DRAWN_MIN_PAIRS of its character pairs with it."""
+
+    def squeeze(s: str) -> str:
+        return "".join(s.lower().split())
+
+    def pairs(s: str) -> set[str]:
+        return {s[i : i + 2] for i in range(len(s) - 1)}
+
+    if not answer.strip():
+        return False
+    if len(squeeze(answer)) <= DRAWN_SHORT_CHARS:  # "paris" would be found in "comparison": whole words only
+        return tokens_occur_in(answer, text)
+    wanted = pairs(squeeze(answer))
+    return len(wanted & pairs(squeeze(text))) / len(wanted) >= DRAWN_MIN_PAIRS
 
 
 def group_prompt(text: str) -> str:
@@ -201,7 +221,7 @@ def group_rows(
     group: NodeGroup | dict, source: str, parent_id: str, level: str, title: str = "", text: str | None = None
 ) -> list[dict]:
     """The searchable rows of one group (no vectors yet): one summary, one keywords, one per QA pair; given the
-    source `text`, only the QA pairs whose answer is `rag_lib.matching.drawn_from` it (a small model invents some
+    source `text`, only the QA pairs whose answer is `drawn_from` it (a small model invents some
     QA pairs; their rows are not indexed)."""
     group = group if isinstance(group, NodeGroup) else NodeGroup.model_validate(group)
     texts = [("summary", group.summary), ("keywords", ", ".join(group.keywords))]
