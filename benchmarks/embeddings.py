@@ -18,11 +18,12 @@ from benchmarks.components import RESAMPLES, score, summary
 from benchmarks.lite import grown_rows
 from benchmarks.retrieval import cmrc_parser, cmrc_run
 from rag_lib.chunking import CHUNK_OVERLAP, CHUNK_SIZE
-from rag_lib.embeddings import USEEmbeddings, raw_embeddings
+from rag_lib.embeddings import raw_embeddings
 from rag_lib.experiments.cmrc import dataset_label
 from rag_lib.experiments.cmrc_search import CANDIDATES, Search, chunk_contexts, load_rows, milvus_search
 from rag_lib.experiments.evaluation import paired_difference
 from rag_lib.experiments.results import format_table
+from rag_lib.experiments.use_embeddings import USEEmbeddings
 from rag_lib.retriever import Retriever
 from rag_lib.store import DENSE_SEARCH_PARAMS
 

