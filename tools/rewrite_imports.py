@@ -4,7 +4,7 @@ Reads `old -> new` pairs from RENAMES.txt (a module, `rag_lib.demo -> rag_lib.ex
 `rag_lib.loaders.make_pdf -> rag_lib.experiments.sample_pdf.make_pdf`) and applies only those whose old path no
 longer imports, so running it again, or after merging other branches, changes nothing that already works. In code
 cells it rewrites `from old import ...` lines, `from package import module` lines and `module.NAME` uses of a moved
-name; with --prose it also rewrites a moved module's dotted name and file path in markdown cells. Run it with the
+name; with --prose it also rewrites moved dotted names and module file paths in markdown cells. Run it with the
 project's Python and the repository on PYTHONPATH (it imports rag_lib to check what exists).
 """
 
@@ -178,11 +178,16 @@ def sort_runs(source: str, before: str) -> str:
 
 
 def rewrite_prose(text: str, moves: list[Move]) -> str:
-    """A moved module's dotted name and file path in markdown (`rag_lib.demo`, `rag_lib/demo.py`)."""
-    for move in (m for m in moves if m.old_name is None):
-        text = re.sub(rf"(?<![\w.]){re.escape(move.old_module)}(?!\w)", move.new_module, text)
-        old_path, new_path = (m.replace(".", "/") + ".py" for m in (move.old_module, move.new_module))
-        text = re.sub(rf"(?<![\w/]){re.escape(old_path)}", new_path, text)
+    """Moved paths in markdown: a module's dotted name and file (`rag_lib.demo`, `rag_lib/demo.py`), a name's dotted
+    path (`rag_lib.embeddings.USEEmbeddings`)."""
+    for move in moves:
+        if move.old_name is None:
+            text = re.sub(rf"(?<![\w.]){re.escape(move.old_module)}(?!\w)", move.new_module, text)
+            old_path, new_path = (m.replace(".", "/") + ".py" for m in (move.old_module, move.new_module))
+            text = re.sub(rf"(?<![\w/]){re.escape(old_path)}", new_path, text)
+        else:
+            old, new = f"{move.old_module}.{move.old_name}", f"{move.new_module}.{move.new_name}"
+            text = re.sub(rf"(?<![\w.]){re.escape(old)}(?!\w)", new, text)
     return text
 
 
@@ -217,7 +222,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--renames", type=Path, default=ROOT / "RENAMES.txt")
-    parser.add_argument("--prose", action="store_true", help="also rewrite moved module names in markdown cells")
+    parser.add_argument("--prose", action="store_true", help="also rewrite moved paths in markdown")
     args = parser.parse_args()
     moves = pending_moves(args.renames)
     for path in args.notebooks:
