@@ -580,6 +580,12 @@ CLAIMS: list[Claim] = [
     Claim(N01, r"up to ~(\d+)k vectors", bench(HUNDRED_K, "synthetic", "vectors", scale=1e-3)),
     Claim(N01, r"json`, (\d+)k x \d+", bench(HUNDRED_K, "synthetic", "vectors", scale=1e-3)),
     Claim(N01, r"k x (\d+): FLAT", bench(HUNDRED_K, "synthetic", "dim")),
+    Claim(N01, r"(\d+) of the 23 sample questions find", output(N01, 36, r"sample\s+no filter\s+(\d+)/")),
+    Claim(N01, r"(\d+) of the 23 sample questions find", output(N01, 36, r"sample\s+lang == question's\s+(\d+)/")),
+    Claim(N01, r"only (\d+) of the 14 cross-lingual", output(N01, 36, r"cross-lingual\s+no filter\s+(\d+)/")),
+    Claim(N01, r"only (\d+) of the 14 cross-lingual", output(N01, 36, r"cross-lingual\s+lang == question's\s+(\d+)/")),
+    Claim(N01, r"\((\d+) of 23 and \d+ of 14 questions changed\)", output(N01, 36, r"23 questions, (\d+) changed")),
+    Claim(N01, r"\(\d+ of 23 and (\d+) of 14 questions changed\)", output(N01, 36, r"14 questions, (\d+) changed")),
     # ---- 03 HNSW and IVF
     Claim(N03, r"\((\d+) minutes here", derived("bench_results/index.json total_s / 60",
                                                 lambda: bench("index", "total_s").get() / 60)),
