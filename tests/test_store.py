@@ -41,6 +41,9 @@ def test_schema_has_dense_sparse_and_metadata(milvus):
     assert dense_index["index_type"] == "HNSW"
     # Lite drops build params given the usual way (describe_index then shows none); ours must be kept.
     assert dense_index["params"] == {"M": 16, "efConstruction": 200}
+    sparse_index = milvus.describe_index(DEFAULT_COLLECTION, "sparse")
+    assert (sparse_index["index_type"], sparse_index["metric_type"]) == ("SPARSE_INVERTED_INDEX", "BM25")
+    assert sparse_index["params"] == {"drop_ratio_build": 0.0}
 
 
 def test_dimension_mismatch_is_a_clear_error(milvus):
