@@ -10,8 +10,8 @@ the question's language and one in the other language) and every pipeline reuses
 distinct files of its 10 chunks: recall@3 and MRR@10. Per pipeline and set: the means with bootstrap 95%
 intervals, and the paired difference to the baseline (hybrid RRF on the question) with its 95% interval over
 questions; LLM calls and seconds per question (its calls plus its searches). BM25 uses the course analyzer
-(ANALYZER_PARAMS). `--reuse-replies` takes the model replies and model seconds recorded in bench_results/advanced.json
-instead of calling the model, so a re-run costs only the searches.
+(ANALYZER_PARAMS). `--reuse-replies` takes the model replies and model seconds recorded in the results file it
+writes (bench_results/advanced.json) instead of calling the model, so a re-run costs only the searches.
 """
 
 from __future__ import annotations
@@ -209,14 +209,14 @@ def main(argv: list[str]) -> None:
                         help="skip the control set (sample questions as written)")
     parser.add_argument("--out", default="advanced", help="results name under bench_results/")
     parser.add_argument("--reuse-replies", action="store_true",
-                        help="reuse the model replies and seconds in bench_results/advanced.json (no model calls)")
+                        help="reuse the replies and model seconds in bench_results/<out>.json (no model calls)")
     args = parser.parse_args(argv)
 
     items = load_questions(args.questions)[: args.limit]
     items = items if args.no_originals else with_originals(items)
     load_at_start = round(os.getloadavg()[0], 2)
     if args.reuse_replies:
-        recorded = recorded_replies(results.load_results("advanced")["questions"])
+        recorded = recorded_replies(results.load_results(args.out)["questions"])
 
         def replies_for(item: dict) -> tuple[dict[str, Any], dict[str, float]]:
             reply = recorded[(item["question"], item["set"])]
