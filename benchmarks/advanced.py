@@ -9,7 +9,9 @@ the question's language and one in the other language) and every pipeline reuses
 (precomputed) and multi-path cost no call. A pipeline's score is the file-level rank of the right file among the
 distinct files of its 10 chunks: recall@3 and MRR@10. Per pipeline and set: the means with bootstrap 95%
 intervals, and the paired difference to the baseline (hybrid RRF on the question) with its 95% interval over
-questions; LLM calls and seconds per question (its calls plus its searches).
+questions; LLM calls and seconds per question (its calls plus its searches). BM25 uses the course analyzer
+(ANALYZER_PARAMS). `--reuse-replies` takes the model replies and model seconds recorded in the results file it
+writes (bench_results/advanced.json) instead of calling the model, so a re-run costs only the searches.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from langchain_core.language_models import BaseChatModel
 from pymilvus import MilvusClient
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
-from benchmarks import MEASURED_ANALYZER, timed, write_results
+from benchmarks import timed, write_results
 from rag_lib.embeddings import get_embeddings
+from rag_lib.experiments import results
 from rag_lib.experiments.advanced import (
     LANGUAGES,
     expand_query,
@@ -55,7 +58,7 @@ from rag_lib.experiments.results import advanced_table, format_table
 from rag_lib.index import index_directory
 from rag_lib.llm import get_chat_model
 from rag_lib.retriever import Retriever
-from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_collection_for
+from rag_lib.store import ANALYZER_PARAMS, DEFAULT_COLLECTION, PROJECT_ROOT, connect, ensure_collection_for
 from rag_lib.text import detect_language
 
 QUESTIONS = PROJECT_ROOT / "data" / "crosslingual_questions.json"
@@ -101,6 +104,22 @@ def llm_replies(llm: BaseChatModel, question: str) -> dict[str, tuple[Any, float
     return {name: timed(call) for name, call in calls.items()}
 
 
+def recorded_replies(rows: list[dict]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (question, set) of earlier result rows: the replies, and per pipeline the model seconds it spent.
+
+    Rows written before "model seconds" was recorded keep only a pipeline's total seconds (model calls plus its
+    searches then); for them the model seconds are estimated as that total minus the same run's baseline search
+    (one hybrid search, the least any pipeline does), floored at 0."""
+    recorded = {}
+    for row in rows:
+        pipes = row["pipelines"]
+        base = pipes[BASELINE]["seconds"]
+        model = {name: p.get("model seconds", max(0.0, p["seconds"] - base) if p["LLM calls"] else 0.0)
+                 for name, p in pipes.items()}
+        recorded[(row["question"], row["set"])] = {"replies": row["replies"], "model seconds": model}
+    return recorded
+
+
 def pipelines(client: MilvusClient, embeddings: Embeddings) -> dict[str, Pipeline]:
     """The baseline and notebook 05's techniques, all over the same chunks and K."""
     hybrid, dense, bm25 = (Retriever(client=client, embeddings=embeddings, k=K, search_type=kind)
@@ -134,13 +153,14 @@ def files(hits: list[Document]) -> list[str]:
     return list(dict.fromkeys(Path(h.metadata["source"]).name for h in hits))
 
 
-def run(llm: BaseChatModel, pipes: dict[str, Pipeline], items: list[dict]) -> list[dict]:
-    """Per question: the LLM replies, then every pipeline's file rank, recall@3, RR@10, calls and seconds."""
+def run(replies_for: Callable[[dict], tuple[dict[str, Any], dict[str, float]]], pipes: dict[str, Pipeline],
+        items: list[dict]) -> list[dict]:
+    """Per question: the LLM replies (`replies_for`: item -> replies, model seconds per pipeline), then every
+    pipeline's file rank, recall@3, RR@10, calls and seconds."""
     rows = []
     for item in tqdm(items, desc="questions"):
         question, source = item["question"], item["source"]
-        replies = llm_replies(llm, question)
-        texts = {name: reply for name, (reply, _) in replies.items()}
+        texts, model_seconds = replies_for(item)
         scored = {}
         for name, pipe in pipes.items():
             hits, seconds = timed(lambda: pipe.search(question, texts))
@@ -150,7 +170,8 @@ def run(llm: BaseChatModel, pipes: dict[str, Pipeline], items: list[dict]) -> li
                             "RR@10": reciprocal_rank(ranked, [source], 10),
                             "LLM calls": len(pipe.calls),
                             # to 0.1 ms: a flushed collection answers a search in a few milliseconds
-                            "seconds": round(seconds + sum(replies[c][1] for c in pipe.calls), 4)}
+                            "model seconds": round(model_seconds[name], 4),
+                            "seconds": round(seconds + model_seconds[name], 4)}
         rows.append({"question": question, "set": item["set"], "source": source, "replies": texts, "pipelines": scored})
     return rows
 
@@ -187,32 +208,51 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--no-originals", action="store_true",
                         help="skip the control set (sample questions as written)")
     parser.add_argument("--out", default="advanced", help="results name under bench_results/")
+    parser.add_argument("--reuse-replies", action="store_true",
+                        help="reuse the replies and model seconds in bench_results/<out>.json (no model calls)")
     args = parser.parse_args(argv)
 
     items = load_questions(args.questions)[: args.limit]
     items = items if args.no_originals else with_originals(items)
     load_at_start = round(os.getloadavg()[0], 2)
+    if args.reuse_replies:
+        recorded = recorded_replies(results.load_results(args.out)["questions"])
+
+        def replies_for(item: dict) -> tuple[dict[str, Any], dict[str, float]]:
+            reply = recorded[(item["question"], item["set"])]
+            return reply["replies"], reply["model seconds"]
+    else:
+        llm = get_chat_model()
+
+        def replies_for(item: dict) -> tuple[dict[str, Any], dict[str, float]]:
+            replies = llm_replies(llm, item["question"])
+            return ({name: reply for name, (reply, _) in replies.items()},
+                    {name: sum(replies[c][1] for c in pipe.calls) for name, pipe in pipes.items()})
     with tempfile.TemporaryDirectory() as folder:
         client = connect(uri=str(Path(folder) / "advanced.db"))
         embeddings = get_embeddings()
         for collection in (DEFAULT_COLLECTION, GROUP_COLLECTION):
-            ensure_collection_for(client, embeddings, collection, analyzer_params=MEASURED_ANALYZER)
+            ensure_collection_for(client, embeddings, collection)
         index_directory(client, DOCS, embeddings, progress=False)
         group_rows = index_groups(client, embeddings, document_rows(load_groups(DEFAULT_OUT)))
         pipes = pipelines(client, embeddings)
-        rows = run(get_chat_model(), pipes, items)
+        rows = run(replies_for, pipes, items)
         client.close()
 
     sets = {name: [r for r in rows if r["set"] == name] for name in dict.fromkeys(r["set"] for r in rows)}
     groups = {CROSS: [r for r in rows if r["set"] != AS_WRITTEN], **sets}
     table = [row for name, subset in groups.items() if subset for row in summary(subset, list(pipes), name)]
     print(format_table(advanced_table({"summary": table})))
+    seconds_source = ("recorded by an earlier run (replies reused: --reuse-replies; where that run kept only a "
+                      "pipeline's total, its total minus its baseline search for the same question)")
     setup = {"questions": len(rows), "per set": {name: len(subset) for name, subset in sets.items()},
-             "chunks per question": K, "BM25 analyzer": MEASURED_ANALYZER, "node-group rows": group_rows,
+             "chunks per question": K, "BM25 analyzer": ANALYZER_PARAMS, "node-group rows": group_rows,
              "bootstrap resamples": RESAMPLES,
              "load_average_1min_at_start": load_at_start, "replies in the other language": in_other_language(rows),
              "llm calls per question": "4 (translation, 2 wordings in one structured call, HyDE x2); "
-                                       "every pipeline reuses them"}
+                                       "every pipeline reuses them",
+             "seconds": "per pipeline and question, its searches measured in this run plus its model seconds "
+                        + (seconds_source if args.reuse_replies else "measured in this run")}
     print("\nwrote", write_results(args.out, {"setup": setup, "summary": table, "questions": rows}))
 
 

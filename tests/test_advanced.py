@@ -277,3 +277,18 @@ def test_advanced_benchmark_scores_every_pipeline_against_the_baseline(tmp_path,
     written = rows[("baseline: hybrid RRF", "sample as written")]
     assert written["recall@3"] == written["MRR@10"] == 1.0  # the sample question as written finds its file first
     assert [q["replies"]["translation"] for q in results["questions"]] == ["Milvus filter like operator"] * 3
+
+    # --reuse-replies: the same scores from the recorded replies and model seconds, and no model call at all
+    def no_model():
+        raise AssertionError("--reuse-replies must not load the chat model")
+
+    monkeypatch.setattr(advanced_bench, "get_chat_model", no_model)
+    advanced_bench.main(["--questions", str(questions), "--out", "mini", "--reuse-replies"])
+    again = bench_output("mini")
+    assert [q["replies"] for q in again["questions"]] == [q["replies"] for q in results["questions"]]
+    for old, new in zip(results["questions"], again["questions"]):
+        for name, scored in new["pipelines"].items():
+            assert scored["rank"] == old["pipelines"][name]["rank"]
+            assert scored["model seconds"] == old["pipelines"][name]["model seconds"]
+            assert scored["seconds"] >= scored["model seconds"]
+    assert "--reuse-replies" in again["setup"]["seconds"]

