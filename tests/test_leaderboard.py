@@ -108,6 +108,7 @@ def test_writing_numbers() -> None:
     # an end that would round to zero gets the digits that show its sign; an exact zero stays as it is
     assert lb.interval(-0.037, (-0.071, -0.0034), 2) == "-.04 [-.07, -.003]"
     assert lb.interval(-0.009, (-0.018, 0.0)) == "-.009 [-.018, 0]"
+    assert lb.interval(0.0, (0.0, 0.0)) == "no question changed"
     # a zero-width interval means no question changed: say so, with the rule of three's bound (3/n)
     assert lb.paired(0.0, (0.0, 0.0), 23) == (
         "no question changed (0 of 23; by the rule of three, up to about 13% could differ)")

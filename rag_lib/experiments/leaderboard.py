@@ -116,14 +116,17 @@ def bound(value: float, digits: int = 3) -> str:
 
 
 def interval(value: float, bounds: Any, digits: int = 3) -> str:
-    """`+.012 [+.004, +.024]`: a paired difference and its 95% interval."""
+    """`+.012 [+.004, +.024]`: a paired difference and its 95% interval, or "no question changed" when every
+    difference is zero (a zero-width interval tells nothing)."""
+    if value == 0 and tuple(bounds) == (0, 0):
+        return "no question changed"
     return f"{signed(value, digits)} [{bound(bounds[0], digits)}, {bound(bounds[1], digits)}]"
 
 
 def paired(value: float, bounds: Any, n: int, digits: int = 3) -> str:
     """A paired difference over `n` questions: its interval, or, when no question changed (every difference zero, a
     zero-width interval), that count and the rule of three's 95% bound on the share that could change."""
-    if value == 0 and tuple(bounds) == (0, 0):
+    if interval(value, bounds) == "no question changed":
         return f"no question changed (0 of {n}; by the rule of three, up to about {300 / n:.0f}% could differ)"
     return interval(value, bounds, digits)
 
