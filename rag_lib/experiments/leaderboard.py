@@ -364,7 +364,7 @@ def query_rows() -> list[Row]:
             condensed, bounds, f"1 LLM call; {chat['median s, follow-up (condense + answer)']:.1f} s per follow-up "
             f"answer vs {chat['median s, first turn']:.1f} s for a first turn",
             f"{n} two-turn conversations, no similarity cutoff", NOT_TUNED, "chat.json",
-            elsewhere="the gold file kept above the app's cutoff: notebook 08, section 7", n=n),
+            elsewhere="the gold file kept above the app's cutoff: measured in notebook 08", n=n),
     ]
 
 
@@ -558,7 +558,8 @@ def intro() -> str:
         "**Reading the intervals.** A difference is measured on the same questions for both pipelines (paired), "
         "with a 95% percentile bootstrap interval over the questions. An interval that holds zero means the data "
         "cannot tell the two apart; an end printed 0 is exactly zero. When no question changed, the interval has "
-        "zero width and the row says so instead, with the rule of three's 95% bound (3/n) on the share that could. "
+        "zero width and the row says \"no question changed\" instead (the leaderboard adds the count and the rule "
+        "of three's 95% bound, 3/n, on the share that could change). "
         "Where a benchmark kept only point values, the table says so rather than "
         "showing an interval. Notebook 14 plots the leaderboard.",
     ])
