@@ -62,6 +62,20 @@ def test_paired_rows_quote_the_json() -> None:
     assert row("question + translation (union)").ci == tuple(union["recall@3 diff 95% CI"])
 
 
+def test_answer_costs_come_from_the_run_the_differences_come_from() -> None:
+    judge = next(s for s in bench("answers")["cmrc"]["summary"] if s["setting"] == "local"
+                 and s["context in"] == "all" and s["pipeline"] == "judge_extractive")
+    expected = f"{judge['LLM calls']:.1f} LLM calls, {judge['s p50']:.1f} s/answer"
+    assert row("RAG with a judge (follow-up searches)").cost == expected
+
+
+def test_agent_row_gives_the_questions_crag_was_not_tuned_on() -> None:
+    held_out, bounds, n = lb.agent_pair(held_out=True)
+    assert 0 < n < lb.agent_pair()[2]
+    assert f"the {n} questions Corrective RAG was not tuned on: {lb.interval(held_out, bounds, 2)}" in row(
+        "tool-calling agent (create_agent, constrained steps)").elsewhere
+
+
 def test_point_only_rows_say_so() -> None:
     rerank = row("reranking: e5 re-scorer (two-stage)")
     assert rerank.ci is None and "point values only" in rerank.quality()
@@ -93,7 +107,12 @@ def test_writing_numbers() -> None:
     assert lb.interval(0.014, (0.004, 0.024)) == "+.014 [+.004, +.024]"
     # an end that would round to zero gets the digits that show its sign; an exact zero stays as it is
     assert lb.interval(-0.037, (-0.071, -0.0034), 2) == "-.04 [-.07, -.003]"
-    assert lb.interval(0.0, (0.0, 0.0)) == ".000 [.000, .000]"
+    assert lb.interval(-0.009, (-0.018, 0.0)) == "-.009 [-.018, 0]"
+    assert lb.interval(0.0, (0.0, 0.0)) == "no question changed"
+    # a zero-width interval means no question changed: say so, with the rule of three's bound (3/n)
+    assert lb.paired(0.0, (0.0, 0.0), 23) == (
+        "no question changed (0 of 23; by the rule of three, up to about 13% could differ)")
+    assert lb.paired(0.014, (0.004, 0.024), 23) == lb.interval(0.014, (0.004, 0.024))
 
 
 def test_pareto_front_keeps_only_undominated_points() -> None:
