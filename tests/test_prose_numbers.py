@@ -768,7 +768,7 @@ CLAIMS: list[Claim] = [
                               (r"right for \*\*\d+ of the (\d+)\*\* chunks", r"judged by the model: (\d+) chunks"),
                               (r"are right for (\d+) of \d+;", r"grounding check\) on (\d+) of"),
                               (r"are right for \d+ of (\d+);", r"grounding check\) on \d+ of (\d+)"),
-                              (r"cutoff scored (\d+) chunks 0", r"scored 0 by the cutoff: (\d+) chunks"),
+                              (r"cutoff\s+scored (\d+) chunks 0", r"scored 0 by the cutoff: (\d+) chunks"),
                               (r"chunks 0 and was right on (\d+)", r"by the cutoff: \d+ chunks; right on (\d+)"))],
     # ---- 11: the judge's measured F1 loss on CMRC in the split setting
     *[Claim(N11, prefix + pattern, answers_pair("split", JUDGE_PAIR, *key))
