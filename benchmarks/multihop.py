@@ -20,10 +20,13 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
+from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from tqdm import tqdm
 
@@ -55,6 +58,7 @@ from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import source_name
 from rag_lib.llm import get_chat_model
+from rag_lib.matching import occurs_in
 from rag_lib.store import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
@@ -65,13 +69,42 @@ CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extracti
               "judge": judge_context}
 
 
-def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, Runnable]:
-    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the four
-    graphs bound to it with the course's runtime contexts."""
+def indexed_corpus(folder: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
+    """data/docs and data/web copied into `folder` and indexed into one new Lite database there (closed by
+    `stack`): a maker of K-hit retrievers over it."""
     corpus = folder / "corpus"
     for part in ("docs", "web"):
         shutil.copytree(DATA / part, corpus / part)
-    retriever = indexed_retrievers(corpus, folder / "multihop.db", stack)
+    return indexed_retrievers(corpus, folder / "multihop.db", stack)
+
+
+def chunk_id(document: Document) -> str:
+    """A retrieved chunk's name in the records, in the form of a hop's source: `docs/<file>#<chunk index>`."""
+    source = Path(document.metadata["source"])
+    return f"{source.parent.name}/{source.name}#{document.metadata['chunk_index']}"
+
+
+def holds_hop(document: Document, hop: dict) -> bool:
+    """Whether a chunk is a hop's passage: from the hop's file, holding its evidence (`occurs_in`) or one half of it
+    (cut at the first space after the middle), since a chunk boundary may fall inside the quoted sentence."""
+    if chunk_id(document).split("#")[0] != hop["source"]:
+        return False
+    evidence = hop["evidence"]
+    middle = evidence.find(" ", len(evidence) // 2)
+    middle = len(evidence) // 2 if middle < 0 else middle
+    return any(occurs_in(part.strip(), document.page_content)
+               for part in (evidence, evidence[:middle], evidence[middle:]) if part.strip())
+
+
+def hops_found(documents: list[Document], question: dict) -> list[bool]:
+    """Per hop of `question` (hop 1, hop 2): whether one of `documents` is its passage (`holds_hop`)."""
+    return [any(holds_hop(d, hop) for d in documents) for hop in question["hops"]]
+
+
+def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, Runnable]:
+    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the four
+    graphs bound to it with the course's runtime contexts."""
+    retriever = indexed_corpus(folder, stack)
     cutoff = default_min_similarity()
     rag, judge = build_rag_graph(), build_judge_graph()
     graphs = {}
