@@ -8,9 +8,11 @@ folders are indexed into one Milvus Lite collection, and each pipeline of --pipe
 course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive and
 judge_extractive by default, rag and judge (generative) on request. Scores per row as in `bench answers`: EM, F1,
 contains gold, evidence (the gold answer in what the generator read, follow-up answers included), LLM calls,
-prompt and generated tokens, seconds, the judge's follow-ups. Rows are appended to --runs-file as they finish
-(a stopped run goes on where it stopped); the summary has 95 % bootstrap intervals per pipeline and paired
-differences (judge - rag) on the questions both answered. Results: bench_results/<--out>.json."""
+prompt and generated tokens, seconds, the judge's follow-ups; every search the pipeline made (the question's, then
+each follow-up's: query, chunk ids, whether they hold hop 1 and hop 2) and the `loss` class of the question (where it
+was lost, or right). Rows are appended to --runs-file as they finish (a stopped run goes on where it stopped); the
+summary has 95 % bootstrap intervals per pipeline, paired differences (judge - rag) on the questions both answered,
+and the count per loss class. Results: bench_results/<--out>.json."""
 
 from __future__ import annotations
 
@@ -20,14 +22,17 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
+from pydantic import Field
 from tqdm import tqdm
 
 from benchmarks import MEASURED_ANALYZER, write_results
@@ -101,19 +106,58 @@ def hops_found(documents: list[Document], question: dict) -> list[bool]:
     return [any(holds_hop(d, hop) for d in documents) for hop in question["hops"]]
 
 
-def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, Runnable]:
+LOSSES = ("first hop not retrieved", "bridge not recognised", "follow-up missed hop 2", "both passages, answer wrong",
+          "right")
+
+
+def loss(row: dict) -> str:
+    """Where a run's question was lost, one of LOSSES, from its scores and its `searches` (the first one the
+    question's own): right (EM, or the answer contains the gold); else both hops' passages retrieved by some search
+    (the answer is wrong); else hop 1's passage missing from the first search; else (hop 2's missing) no second search
+    asked (the bridge was not recognised) or every second search missed it (badly worded)."""
+    if row["em"] == 1.0 or row["contains"] == 1.0:
+        return LOSSES[4]
+    searches = row["searches"]
+    if all(any(s["hops"][i] for s in searches) for i in range(2)):
+        return LOSSES[3]
+    if not searches or not searches[0]["hops"][0]:
+        return LOSSES[0]
+    return LOSSES[1] if len(searches) == 1 else LOSSES[2]
+
+
+class LoggedRetriever(BaseRetriever):
+    """A retriever that keeps every search it serves, (query, chunks) in order, for the per-run records; empty
+    `searches` before each run."""
+
+    retriever: BaseRetriever
+    searches: list[tuple[str, list[Document]]] = Field(default_factory=list)
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        documents = self.retriever.invoke(query, config={"callbacks": run_manager.get_child()})
+        self.searches.append((query, documents))
+        return documents
+
+
+def search_records(searches: list[tuple[str, list[Document]]], question: dict) -> list[dict]:
+    """A run's searches for its row: the query, the chunk ids found and whether they hold hop 1 and hop 2."""
+    return [{"query": query, "chunks": [chunk_id(d) for d in documents], "hops": hops_found(documents, question)}
+            for query, documents in searches]
+
+
+def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, tuple[Runnable, LoggedRetriever]]:
     """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the four
-    graphs bound to it with the course's runtime contexts."""
+    graphs bound to it with the course's runtime contexts, each with the logged retriever it searches through."""
     retriever = indexed_corpus(folder, stack)
     cutoff = default_min_similarity()
     rag, judge = build_rag_graph(), build_judge_graph()
     graphs = {}
     for suffix, mode in (("", "generative"), ("_extractive", "extractive")):
-        graphs["rag" + suffix] = rag.bind(context=RAGContext(retriever=retriever(min_similarity=cutoff), llm=llm,
-                                                             mode=mode))
+        logged = LoggedRetriever(retriever=retriever(min_similarity=cutoff))
+        graphs["rag" + suffix] = rag.bind(context=RAGContext(retriever=logged, llm=llm, mode=mode)), logged
+        logged = LoggedRetriever(retriever=retriever())
         graphs["judge" + suffix] = judge.bind(context=JudgeContext(
-            retriever=retriever(), llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
-            min_similarity=cutoff, mode=mode))
+            retriever=logged, llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
+            min_similarity=cutoff, mode=mode)), logged
     return graphs
 
 
@@ -131,20 +175,30 @@ def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file:
         try:
             for q, name in work:
                 clear_prompt_cache(llm)
-                result, state = run_pipeline(graphs[name], q["question"], q["golds"], count, CONTEXT_OF[name], llm)
+                graph, logged = graphs[name]
+                logged.searches.clear()
+                result, state = run_pipeline(graph, q["question"], q["golds"], count, CONTEXT_OF[name], llm)
                 row = ({"pipeline": name, "id": q["id"], "question": q["question"], "golds": q["golds"],
                         "language": q["language"], "answer_type": q["answer_type"]} | result
                        | {"s": round(result["s"], 3), "follow_ups": len(state.get("sub_answers", [])),
+                          "searches": search_records(logged.searches, q),
                           "model": model, "load_1min": round(os.getloadavg()[0], 2)})
+                row["loss"] = loss(row)
                 append_row(runs_file, row)
                 written += 1
                 bar.update()
                 tqdm.write(f"{q['id']} {name:16} F1 {row['f1']:.2f} contains {row['contains']:.0f} evidence "
                            f"{row['evidence']:.0f} {row['llm_calls']} calls {row['follow_ups']} follow-ups "
-                           f"{row['s']:.1f} s")
+                           f"{row['s']:.1f} s: {row['loss']}")
         except KeyboardInterrupt:
             tqdm.write(f"stopped: {written} rows written; the same command goes on from there")
     return written
+
+
+def losses(rows: list[dict]) -> dict[str, int]:
+    """How many rows each LOSSES class holds, over the rows that recorded their searches."""
+    counts = Counter(loss(r) for r in rows if "searches" in r)
+    return {name: counts[name] for name in LOSSES} if counts else {}
 
 
 def summarize(questions: list[dict], runs_file: Path, split: str | None = None) -> dict:
@@ -157,7 +211,8 @@ def summarize(questions: list[dict], runs_file: Path, split: str | None = None) 
     for group in ("all", "en", "zh"):
         by = {name: {i: r for i, r in found.items() if group in ("all", r["language"])} for name, found in rows.items()}
         summary += [{"questions": group, "pipeline": name} | describe(list(found.values()))
-                    | {"follow-ups": sum(r["follow_ups"] for r in found.values()) / len(found)}
+                    | {"follow-ups": sum(r["follow_ups"] for r in found.values()) / len(found),
+                       "losses": losses(list(found.values()))}
                     for name, found in by.items() if found]
         paired += [{"questions": group, "comparison": f"{a} - {b}"} | compare(by[a], by[b])
                    for a, b in PAIRS if set(by.get(a, {})) & set(by.get(b, {}))]
@@ -204,6 +259,10 @@ def main(argv: list[str]) -> None:
         print(format_table([{"questions": r["questions"], "comparison": r["comparison"], "n": r["n"],
                              **{k: f"{v:.2f}" for k, v in r.items() if k.endswith("diff")}}
                             for r in results["paired"]]))
+    classified = [{"pipeline": r["pipeline"], **r["losses"]} for r in results["summary"]
+                  if r["losses"] and r["questions"] == "all"]
+    if classified:
+        print(format_table(classified))
     print_seconds(results)
     out = args.out or (f"multihop_{args.split}" if args.split else "multihop")
     print("\nwrote", write_results(out, results))

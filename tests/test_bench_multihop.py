@@ -1,6 +1,6 @@
 """`python -m benchmarks multihop` on three of the committed two-hop questions: rows per pipeline and question,
-a follow-up run by the judge, the summary with intervals and paired differences, and a resumed run that writes
-nothing twice. Correctness only, no timing.
+a follow-up run by the judge, every search recorded with its loss class, the summary with intervals and paired
+differences, and a resumed run that writes nothing twice. Correctness only, no timing.
 
 The chat model is a TEST DOUBLE (`BridgeReader`): it copies the gold answer when its prompt holds it; as the judge it
 scores a passage holding the gold 2 (copying it) and any other 1, asking about the question's bridge entity as its
@@ -51,8 +51,14 @@ def test_rows_follow_ups_summary_and_resume(tmp_path, monkeypatch, bench_output)
         assert not row["error"] and row["model"] == "BridgeReader" and row["llm_calls"] >= 1
         if row["evidence"]:  # the reader copies the gold whenever it was in front of it
             assert row["em"] == 1.0 and row["answer"].endswith("]")
+        assert row["searches"][0]["query"] == row["question"] and row["loss"] in multihop.LOSSES
+        assert all(len(s["chunks"]) <= multihop.K and len(s["hops"]) == 2 for s in row["searches"])
     judged = [r for r in rows if r["pipeline"] == "judge_extractive"]
     assert any(r["follow_ups"] >= 1 for r in judged)  # a chunk without the answer sent a follow-up
+    for row in judged:  # the question, then each follow-up (and any follow-up of its own) searched
+        assert len(row["searches"]) >= 1 + row["follow_ups"]
+    assert any(len(r["searches"]) > 1 for r in judged)
+    assert all(len(r["searches"]) == 1 for r in rows if r["pipeline"] == "rag_extractive")
     assert all(r["llm_calls"] <= multihop.JUDGE_MAX_LLM_CALLS for r in judged)
 
     results = bench_output("mini_multihop")
@@ -61,6 +67,7 @@ def test_rows_follow_ups_summary_and_resume(tmp_path, monkeypatch, bench_output)
     for r in summary.values():
         low, high = r["EM ci"]
         assert low <= r["EM"] <= high
+        assert list(r["losses"]) == list(multihop.LOSSES) and sum(r["losses"].values()) == r["n"]
     paired = {(r["questions"], r["comparison"]): r for r in results["paired"]}
     assert paired["all", "judge_extractive - rag_extractive"]["n"] == 3
     assert results["setup"]["questions"] == 3 and results["setup"]["model"] == "BridgeReader"
