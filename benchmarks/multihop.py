@@ -1,18 +1,19 @@
-"""Two-hop questions through plain RAG and the recursive judge: does a follow-up find the second passage, and what
-does it cost?
+"""Two-hop questions through plain RAG, the recursive judge and a bridge pipeline: does a second search find the
+second passage, where is each question lost, and what does it cost?
 
 data/multihop_questions.json holds 112 questions (55 English, 57 Chinese; span, comparison and yes/no answers), each
-needing one fact from each of two passages of data/docs and data/web (the file names them, with the evidence), in two
-fixed halves balanced by language and answer type: --split tune to choose settings, --split held_out to report. Both
-folders are indexed into one Milvus Lite collection, and each pipeline of --pipelines answers every question as the
-course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive and
-judge_extractive by default, rag and judge (generative) on request. Scores per row as in `bench answers`: EM, F1,
-contains gold, evidence (the gold answer in what the generator read, follow-up answers included), LLM calls,
-prompt and generated tokens, seconds, the judge's follow-ups; every search the pipeline made (the question's, then
-each follow-up's: query, chunk ids, whether they hold hop 1 and hop 2) and the `loss` class of the question (where it
-was lost, or right). Rows are appended to --runs-file as they finish (a stopped run goes on where it stopped); the
-summary has 95 % bootstrap intervals per pipeline, paired differences (judge - rag) on the questions both answered,
-and the count per loss class. Results: bench_results/<--out>.json."""
+needing one fact from each of two passages of data/docs and data/web (the file names them, with the evidence), in
+two fixed halves balanced by language and answer type: --split tune to choose settings, --split held_out to report.
+Both folders are indexed into one Milvus Lite collection, and each pipeline of --pipelines answers every question as
+the course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive,
+judge_extractive and bridge (rag_lib.experiments.bridge: the copied bridge searched again, extractive) by default,
+rag and judge (generative) on request. Scores per row as in `bench answers`: EM, F1, contains gold, evidence (the
+gold answer in what the generator read, follow-up answers included), LLM calls, prompt and generated tokens,
+seconds, the judge's follow-ups, the bridge copied; every search the pipeline made (the question's, then each
+follow-up's: query, chunk ids, whether they hold hop 1 and hop 2) and the `loss` class of the question (where it was
+lost, or right). Rows are appended to --runs-file as they finish (a stopped run goes on where it stopped); the
+summary has 95 % bootstrap intervals per pipeline, paired differences (judge or bridge - rag, ...) on the questions
+both answered, and the count per loss class. Results: bench_results/<--out>.json."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ from benchmarks.answers import (
     where_seconds_go,
 )
 from rag_lib.embeddings import default_min_similarity
+from rag_lib.experiments.bridge import BridgeContext, build_bridge_graph
 from rag_lib.experiments.evaluation import rescored
 from rag_lib.experiments.questions import QUESTIONS, SPLITS, load_questions
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
@@ -67,11 +69,12 @@ from rag_lib.matching import occurs_in
 from rag_lib.store import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
-PIPELINES = ("rag_extractive", "judge_extractive", "rag", "judge")
-DEFAULT_PIPELINES = "rag_extractive,judge_extractive"
-PAIRS = (("judge_extractive", "rag_extractive"), ("judge", "rag"), ("judge_extractive", "judge"))
+PIPELINES = ("rag_extractive", "judge_extractive", "bridge", "rag", "judge")
+DEFAULT_PIPELINES = "rag_extractive,judge_extractive,bridge"
+PAIRS = (("judge_extractive", "rag_extractive"), ("bridge", "rag_extractive"), ("bridge", "judge_extractive"),
+         ("judge", "rag"), ("judge_extractive", "judge"))
 CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_extractive_context,
-              "judge": judge_context}
+              "judge": judge_context, "bridge": rag_context}
 
 
 def indexed_corpus(folder: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
@@ -145,7 +148,7 @@ def search_records(searches: list[tuple[str, list[Document]]], question: dict) -
 
 
 def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, tuple[Runnable, LoggedRetriever]]:
-    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the four
+    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the five
     graphs bound to it with the course's runtime contexts, each with the logged retriever it searches through."""
     retriever = indexed_corpus(folder, stack)
     cutoff = default_min_similarity()
@@ -158,6 +161,8 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, t
         graphs["judge" + suffix] = judge.bind(context=JudgeContext(
             retriever=logged, llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
             min_similarity=cutoff, mode=mode)), logged
+    logged = LoggedRetriever(retriever=retriever(min_similarity=cutoff))
+    graphs["bridge"] = build_bridge_graph().bind(context=BridgeContext(retriever=logged, llm=llm)), logged
     return graphs
 
 
@@ -181,7 +186,8 @@ def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file:
                 row = ({"pipeline": name, "id": q["id"], "question": q["question"], "golds": q["golds"],
                         "language": q["language"], "answer_type": q["answer_type"]} | result
                        | {"s": round(result["s"], 3), "follow_ups": len(state.get("sub_answers", [])),
-                          "searches": search_records(logged.searches, q),
+                          "searches": search_records(logged.searches, q), "gold_bridge": q["bridge"],
+                          **{key: state[key] for key in ("bridge", "bridge_note") if key in state},
                           "model": model, "load_1min": round(os.getloadavg()[0], 2)})
                 row["loss"] = loss(row)
                 append_row(runs_file, row)
