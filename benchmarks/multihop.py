@@ -6,14 +6,15 @@ needing one fact from each of two passages of data/docs and data/web (the file n
 two fixed halves balanced by language and answer type: --split tune to choose settings, --split held_out to report.
 Both folders are indexed into one Milvus Lite collection, and each pipeline of --pipelines answers every question as
 the course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive,
-judge_extractive and bridge (rag_lib.experiments.bridge: the copied bridge searched again, extractive) by default,
-rag and judge (generative) on request. Scores per row as in `bench answers`: EM, F1, contains gold, evidence (the
-gold answer in what the generator read, follow-up answers included), LLM calls, prompt and generated tokens,
-seconds, the judge's follow-ups, the bridge copied; every search the pipeline made (the question's, then each
-follow-up's: query, chunk ids, whether they hold hop 1 and hop 2) and the `loss` class of the question (where it was
-lost, or right). Rows are appended to --runs-file as they finish (a stopped run goes on where it stopped); the
-summary has 95 % bootstrap intervals per pipeline, paired differences (judge or bridge - rag, ...) on the questions
-both answered, and the count per loss class. Results: bench_results/<--out>.json."""
+judge_extractive and bridge (rag_lib.experiments.bridge: the copied bridge searched too, extractive) by default, rag
+and judge (generative) on request. Scores per row as in `bench answers`: EM, F1, contains gold, evidence (the gold
+answer in what the generator read, follow-up answers included), LLM calls, prompt and generated tokens, seconds, the
+judge's follow-ups, the bridge copied; every search the pipeline made (the question's, then each follow-up's: query,
+chunk ids as the retriever returned them, before the cutoff the judge and the bridge apply themselves, whether they
+hold hop 1 and hop 2) and the `loss` class of the question (where it was lost, or right). Rows are appended to
+--runs-file as they finish (a stopped run goes on where it stopped); the summary has 95 % bootstrap intervals per
+pipeline, paired differences (judge or bridge - rag, ...) on the questions both answered, and the count per loss
+class. Results: bench_results/<--out>.json."""
 
 from __future__ import annotations
 
@@ -69,6 +70,7 @@ from rag_lib.matching import occurs_in
 from rag_lib.store import PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
+CORPUS = PROJECT_ROOT / "tmp" / "multihop_corpus"  # what is indexed: a copy of data/docs and data/web (git-ignored)
 PIPELINES = ("rag_extractive", "judge_extractive", "bridge", "rag", "judge")
 DEFAULT_PIPELINES = "rag_extractive,judge_extractive,bridge"
 PAIRS = (("judge_extractive", "rag_extractive"), ("bridge", "rag_extractive"), ("bridge", "judge_extractive"),
@@ -78,12 +80,13 @@ CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extracti
 
 
 def indexed_corpus(folder: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
-    """data/docs and data/web copied into `folder` and indexed into one new Lite database there (closed by
-    `stack`): a maker of K-hit retrievers over it."""
-    corpus = folder / "corpus"
+    """data/docs and data/web copied into CORPUS and indexed into one new Lite database in `folder` (closed by
+    `stack`): a maker of K-hit retrievers over it. CORPUS has a fixed place in the project, so every run stores the
+    same chunk ids (a hash of source and text) and the hybrid search breaks its score ties the same way."""
+    shutil.rmtree(CORPUS, ignore_errors=True)  # a file removed from data/ must not stay indexed
     for part in ("docs", "web"):
-        shutil.copytree(DATA / part, corpus / part)
-    return indexed_retrievers(corpus, folder / "multihop.db", stack)
+        shutil.copytree(DATA / part, CORPUS / part)
+    return indexed_retrievers(CORPUS, folder / "multihop.db", stack)
 
 
 def chunk_id(document: Document) -> str:
@@ -161,8 +164,9 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, t
         graphs["judge" + suffix] = judge.bind(context=JudgeContext(
             retriever=logged, llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
             min_similarity=cutoff, mode=mode)), logged
-    logged = LoggedRetriever(retriever=retriever(min_similarity=cutoff))
-    graphs["bridge"] = build_bridge_graph().bind(context=BridgeContext(retriever=logged, llm=llm)), logged
+    logged = LoggedRetriever(retriever=retriever())
+    graphs["bridge"] = build_bridge_graph().bind(context=BridgeContext(retriever=logged, llm=llm,
+                                                                       min_similarity=cutoff)), logged
     return graphs
 
 
