@@ -2,12 +2,14 @@
 
 For every question of data/multihop_questions.json, three searches over the collection `bench multihop` uses
 (data/docs + data/web in one Milvus Lite collection, the hybrid retriever with k=3): the question alone, the
-question followed by its gold bridge (the upper bound for a pipeline that copies the bridge right), and their
-union (what a bridge pipeline reads). Per question and search: the chunk ids, their cosine similarities and the
-rank of each hop's passage (`holds_hop`: a chunk of the hop's file holding its evidence), both in the top k and
-after the calibrated cutoff plain RAG applies. Per split (tune, held_out) and language: the share of questions with
-hop 1, hop 2 and both found, with 95 % Wilson intervals, and the paired differences (question + bridge - question,
-union - question) with 95 % bootstrap intervals. No model calls. Results: bench_results/multihop_retrieval.json.
+question followed by its gold bridge, and the gold bridge alone; and the question's search united with each of the
+other two (with the bridge alone: the upper bound of rag_lib.experiments.bridge, which copies the bridge from a
+passage and searches it). Per question and search: the chunk ids, their cosine similarities and the rank of each
+hop's passage (`holds_hop`: a chunk of the hop's file holding its evidence), in the top k, after the calibrated
+cutoff plain RAG applies, and with that cutoff on the question's search only. Per split (tune, held_out) and
+language: the share of questions with hop 1, hop 2 and both found, with 95 % Wilson intervals, and the paired
+differences (each other search or union - the question's; the two unions) with 95 % bootstrap intervals. No model
+calls. Results: bench_results/multihop_retrieval.json.
 """
 
 from __future__ import annotations
@@ -24,15 +26,23 @@ from benchmarks import MEASURED_ANALYZER, write_results
 from benchmarks.answers import BOOTSTRAP, K
 from benchmarks.multihop import chunk_id, holds_hop, indexed_corpus
 from rag_lib.embeddings import default_min_similarity
-from rag_lib.experiments.bridge import bridged_query
 from rag_lib.experiments.evaluation import paired_difference, wilson
 from rag_lib.experiments.questions import QUESTIONS, SPLITS, load_questions
 from rag_lib.experiments.results import format_table
 
-SEARCHES = ("question", "question + bridge", "union")
-CUTS = ("top-k", "above cutoff")  # the k hits as the judge reads them; those plain RAG keeps after the cutoff
+QUERIES = ("question", "question + bridge", "bridge")
+UNIONS = {"union": ("question", "question + bridge"), "union with bridge alone": ("question", "bridge")}
+SEARCHES = (*QUERIES, *UNIONS)
+# the k hits as the judge reads them; those plain RAG keeps after the cutoff; the cutoff on the question's search
+# only (a second search, for a name copied from a passage, keeps its k hits: a short query scores low similarities)
+CUTS = ("top-k", "above cutoff", "cutoff on the question's search only")
 HOPS = ("hop 1", "hop 2", "both")
-COMPARISONS = (("question + bridge", "question"), ("union", "question"))
+COMPARISONS = (*((search, "question") for search in SEARCHES[1:]), ("union with bridge alone", "union"))
+
+
+def bridged_query(question: str, bridge: str) -> str:
+    """The "question + bridge" search's query: the question followed by the bridge it describes without naming."""
+    return f"{question} {bridge}"
 
 
 def hop_ranks(documents: list[Document], question: dict) -> list[int | None]:
@@ -48,25 +58,28 @@ def search_record(documents: list[Document], question: dict) -> dict:
 
 
 def found(row: dict, search: str, cut: str, cutoff: float) -> list[bool]:
-    """[hop 1, hop 2, both] found by a search of a row; "union": by the question's or the bridged search."""
-    if search == "union":
-        parts = [found(row, name, cut, cutoff) for name in SEARCHES[:2]]
+    """[hop 1, hop 2, both] found by a search of a row; a union (UNIONS): by one of its two searches."""
+    if search in UNIONS:
+        parts = [found(row, name, cut, cutoff) for name in UNIONS[search]]
         hops = [parts[0][i] or parts[1][i] for i in range(2)]
     else:
         record = row["searches"][search]
-        hops = [rank is not None and (cut == "top-k" or record["similarities"][rank - 1] >= cutoff)
+        kept_all = cut == "top-k" or (cut == CUTS[2] and search != "question")
+        hops = [rank is not None and (kept_all or record["similarities"][rank - 1] >= cutoff)
                 for rank in record["hop ranks"]]
     return [*hops, all(hops)]
 
 
 def measure(questions: list[dict]) -> list[dict]:
-    """Per question: its two searches (the question; the question and its gold bridge) over a fresh index."""
+    """Per question: its searches (QUERIES: the question, the question and its gold bridge, the bridge) over a fresh
+    index."""
     rows = []
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="multihop_retrieval_")))
         retriever = indexed_corpus(folder, stack)()
         for q in questions:
-            searches = {"question": q["question"], "question + bridge": bridged_query(q["question"], q["bridge"])}
+            searches = {"question": q["question"], "question + bridge": bridged_query(q["question"], q["bridge"]),
+                        "bridge": q["bridge"]}
             rows.append({key: q[key] for key in ("id", "split", "language", "answer_type", "bridge")}
                         | {"searches": {name: search_record(retriever.invoke(query), q)
                                         for name, query in searches.items()}})

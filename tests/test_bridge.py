@@ -17,9 +17,9 @@ from langgraph.runtime import Runtime
 from rag_lib.experiments.bridge import (
     BridgeContext,
     BridgeName,
-    bridged_query,
     build_bridge_graph,
     find_bridge,
+    retrieve,
     search_bridge,
     verified_bridge,
 )
@@ -28,13 +28,14 @@ Q = "RAG-Fusion merges its result lists with a fusion method. In which year was 
 BRIDGE = "Reciprocal Rank Fusion"
 
 
-def chunk(name: str, text: str, score: float) -> Document:
-    return Document(text, id=name, metadata={"source": f"docs/{name}.md", "score": score, "similarity": 0.9})
+def chunk(name: str, text: str, score: float, similarity: float = 0.9) -> Document:
+    return Document(text, id=name, metadata={"source": f"docs/{name}.md", "score": score, "similarity": similarity})
 
 
 FUSION = chunk("fusion", f"RAG-Fusion merges the per-query result lists with {BRIDGE} instead of a plain union.", 0.03)
-OTHER = chunk("other", "HyDE embeds a hypothetical answer instead of the question.", 0.02)
-RRF = chunk("rrf", f"{BRIDGE} was introduced by Cormack, Clarke and Buttcher in 2009.", 0.032)
+OTHER = chunk("other", "HyDE embeds a hypothetical answer instead of the question.", 0.02, similarity=0.8)
+RRF = chunk("rrf", f"{BRIDGE} was introduced by Cormack, Clarke and Buttcher in 2009.", 0.032, similarity=0.8)
+CUTOFF = 0.86
 
 
 class TableRetriever(BaseRetriever):
@@ -64,7 +65,7 @@ class BridgeCopier(ToolCallingDouble):
 
 
 def table(*bridged: Document) -> TableRetriever:
-    return TableRetriever(table={Q: [FUSION, OTHER], bridged_query(Q, BRIDGE): list(bridged)}, queries=[])
+    return TableRetriever(table={Q: [FUSION, OTHER], BRIDGE: list(bridged)}, queries=[])
 
 
 def test_a_bridge_counts_only_when_a_passage_holds_it_and_it_is_new_to_the_question():
@@ -87,19 +88,27 @@ def test_find_bridge_makes_one_call_and_keeps_a_verified_copy():
     assert update["bridge"] == "" and update["bridge_note"].startswith("no bridge: the reply was unusable")
 
 
-def test_search_bridge_unites_both_searches_without_searching_the_question_again():
+def test_retrieve_keeps_the_question_chunks_at_or_above_the_cutoff():
+    runtime = Runtime(context=BridgeContext(retriever=table(), llm=BridgeCopier(), min_similarity=CUTOFF))
+    assert retrieve({"question": Q}, runtime)["documents"] == [FUSION]
+    no_cutoff = Runtime(context=BridgeContext(retriever=table(), llm=BridgeCopier()))
+    assert retrieve({"question": Q}, no_cutoff)["documents"] == [FUSION, OTHER]
+
+
+def test_search_bridge_unites_the_bridge_search_with_the_question_search_not_run_again():
     retriever = table(RRF, FUSION)
     update = search_bridge({"question": Q, "documents": [FUSION, OTHER], "bridge": BRIDGE},
                            Runtime(context=BridgeContext(retriever=retriever, llm=BridgeCopier())))
-    assert retriever.queries == [bridged_query(Q, BRIDGE)]
+    assert retriever.queries == [BRIDGE]
     assert [d.id for d in update["documents"]] == ["rrf", "fusion", "other"]  # each chunk once, best score first
 
 
-def test_the_graph_answers_from_the_second_search():
+def test_the_graph_answers_from_the_bridge_search_whose_chunks_keep_below_the_cutoff():
     retriever = table(RRF)
     final = build_bridge_graph().invoke({"question": Q}, context=BridgeContext(
-        retriever=retriever, llm=BridgeCopier(name=BRIDGE, span="2009")))
-    assert retriever.queries == [Q, bridged_query(Q, BRIDGE)]
+        retriever=retriever, llm=BridgeCopier(name=BRIDGE, span="2009"), min_similarity=CUTOFF))
+    assert retriever.queries == [Q, BRIDGE]
+    assert [d.id for d in final["documents"]] == ["rrf", "fusion"]  # the question's "other" fell under the cutoff
     assert final["bridge"] == BRIDGE and final["llm_calls"] == 2
     assert final["answer"] == "2009 [1]" and final["extracted"]  # RRF's chunk scores best: passage 1
 

@@ -1,14 +1,16 @@
-"""A two-hop pipeline that copies the bridge: search, copy the entity the question needs next, search again.
+"""A two-hop pipeline that copies the bridge: search, copy the entity the question needs next, search for it.
 
 retrieve -> find_bridge -> search_bridge -> generate | refuse (no passage passed the cutoff)
 
 A two-hop question describes something without naming it ("the fusion method RAG-Fusion uses") and asks a fact
-about it, which a second passage holds. `find_bridge` asks the model to COPY that thing's name from the retrieved
-passages; the copy counts only if it occurs in a passage (rag_lib.matching.occurs_in, the copy-and-verify check of
-CRAG's grader) and brings a word the question lacks, else the graph answers from the first search alone.
-`search_bridge` searches the question followed by the bridge and unites both searches (each chunk once, with its
-best score: notebook 05's union); `generate` copies the answer span as plain RAG's extractive mode does. The
-retriever (with its cutoff) and model come with each run: context=BridgeContext(retriever=r, llm=llm).
+about it, which a second passage holds. `retrieve` keeps the question's chunks above the similarity cutoff, as plain
+RAG does. `find_bridge` asks the model to COPY that thing's name from them; the copy counts only if it occurs in a
+passage (rag_lib.matching.occurs_in, the copy-and-verify check of CRAG's grader) and brings a word the question
+lacks, else the graph answers from the first search alone. `search_bridge` searches the name alone, keeping its k
+chunks (a name copied from a passage is on topic, and a short query scores low similarities), and unites both
+searches (each chunk once, with its best score: notebook 05's union); `generate` copies the answer span as plain
+RAG's extractive mode does. The retriever, model and cutoff come with each run: context=BridgeContext(retriever=r,
+llm=llm, min_similarity=...).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ from rag_lib.text import tokenize
 BRIDGE_SYSTEM = (
     "The question describes something without naming it (a method, a model, a person, a product) and asks a fact "
     "about it. Copy from the passages, word for word, the name of that thing. Leave the name empty if no passage "
-    "names it. Do not answer the question.")
+    "names it. Do not answer the question.\n"
+    "Example: question \"Where was the company that makes the Q7 drone founded?\", passage \"The Q7 drone is built "
+    "by Aerolux.\" -> name \"Aerolux\".")
 BRIDGE_TOKENS = 48  # a name is short: the JSON reply with it fits in this
 
 
@@ -53,14 +57,16 @@ class BridgeName(BaseModel):
 class BridgeContext:
     """What the nodes use but the state does not carry: the retriever (with its cutoff) and the chat model."""
 
-    retriever: BaseRetriever  # searches the question, then the question with its bridge
+    retriever: BaseRetriever  # searches the question, then the bridge (k chunks each, no cutoff of its own)
     llm: BaseChatModel  # copies the bridge (structured output) and the answer span
+    min_similarity: float | None = None  # the question's chunks below this cosine are dropped (None: no cutoff)
 
 
 class BridgeState(TypedDict, total=False):
     """What one bridge run reads and writes: each key with the node that writes it."""
     question: str  # the user's question: the input
-    documents: list[Document]  # the question's chunks (retrieve), united with the bridged search's (search_bridge)
+    documents: list[Document]  # the question's chunks above the cutoff (retrieve), united with the bridge's
+    # chunks (search_bridge)
     bridge: str  # the copied name, "" when none was copied or the copy was rejected (find_bridge)
     bridge_note: str  # why there is no bridge (find_bridge)
     answer: str  # the copied span, cited (generate), or the fixed "not in the documents" reply (refuse)
@@ -72,11 +78,6 @@ class BridgeState(TypedDict, total=False):
 # what one question writes after `retrieve`, with its empty value; retrieve empties what the thread's last run left
 PER_RUN = {"bridge": "", "bridge_note": "", "answer": "", "extracted": None, "unsupported": False,
            "llm_calls": Overwrite(0)}
-
-
-def bridged_query(question: str, bridge: str) -> str:
-    """The second search's query: the question followed by the bridge entity it describes without naming."""
-    return f"{question} {bridge}"
 
 
 def bridge_prompt(question: str, documents: list[Document]) -> list:
@@ -98,8 +99,12 @@ def verified_bridge(copy: str, question: str, documents: list[Document]) -> tupl
 
 
 def retrieve(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
-    """Search the index with the question; empties what the thread's last question left (PER_RUN)."""
-    return fresh_run(state, PER_RUN) | {"documents": runtime.context.retriever.invoke(state["question"])}
+    """Search the index with the question, keeping the chunks at or above the cutoff; empties what the thread's
+    last question left (PER_RUN)."""
+    cutoff = runtime.context.min_similarity
+    documents = [d for d in runtime.context.retriever.invoke(state["question"])
+                 if cutoff is None or d.metadata.get("similarity") is None or d.metadata["similarity"] >= cutoff]
+    return fresh_run(state, PER_RUN) | {"documents": documents}
 
 
 def find_bridge(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
@@ -116,14 +121,14 @@ def find_bridge(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
 
 
 def search_bridge(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
-    """Search the question with its bridge and unite the hits with the question's (`union_search`: each chunk once,
-    with its best score, best first); the question's own search is not run again."""
+    """Search the bridge alone and unite its k chunks with the question's (`union_search`: each chunk once, with its
+    best score, best first); the question's own search is not run again."""
     question = state["question"]
 
     def search(query: str) -> list[Document]:
         return state["documents"] if query == question else runtime.context.retriever.invoke(query)
 
-    return {"documents": union_search(search, [question, bridged_query(question, state["bridge"])])}
+    return {"documents": union_search(search, [question, state["bridge"]])}
 
 
 def generate(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
