@@ -31,6 +31,7 @@ from langgraph.types import Overwrite
 from pydantic import BaseModel, Field
 
 from rag_lib.experiments.advanced import union_search
+from rag_lib.graphs.judge import below_cutoff
 from rag_lib.graphs.rag import checked_answer, cleaned_span, extractive_answer, format_context, fresh_run, refusal_for
 from rag_lib.matching import occurs_in
 from rag_lib.prompts import fit_prompt
@@ -101,9 +102,8 @@ def verified_bridge(copy: str, question: str, documents: list[Document]) -> tupl
 def retrieve(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
     """Search the index with the question, keeping the chunks at or above the cutoff; empties what the thread's
     last question left (PER_RUN)."""
-    cutoff = runtime.context.min_similarity
     documents = [d for d in runtime.context.retriever.invoke(state["question"])
-                 if cutoff is None or d.metadata.get("similarity") is None or d.metadata["similarity"] >= cutoff]
+                 if not below_cutoff(d.metadata.get("similarity"), runtime.context.min_similarity)]
     return fresh_run(state, PER_RUN) | {"documents": documents}
 
 
