@@ -10,11 +10,11 @@ judge_extractive and bridge (rag_lib.experiments.bridge: the copied bridge searc
 and judge (generative) on request. Scores per row as in `bench answers`: EM, F1, contains gold, evidence (the gold
 answer in what the generator read, follow-up answers included), LLM calls, prompt and generated tokens, seconds, the
 judge's follow-ups, the bridge copied; every search the pipeline made (the question's, then each follow-up's: query,
-chunk ids as the retriever returned them, before the cutoff the judge and the bridge apply themselves, whether they
-hold hop 1 and hop 2) and the `loss` class of the question (where it was lost, or right). Rows are appended to
---runs-file as they finish (a stopped run goes on where it stopped); the summary has 95 % bootstrap intervals per
-pipeline, paired differences (judge or bridge - rag, ...) on the questions both answered, and the count per loss
-class. Results: bench_results/<--out>.json."""
+chunk ids as the retriever returned them, those the pipeline read after the cutoff, and whether these hold hop 1 and
+hop 2) and the `loss` class of the question (where it was lost, or right). Rows are appended to --runs-file as they
+finish (a stopped run goes on where it stopped); the summary has 95 % bootstrap intervals per pipeline, paired
+differences (judge or bridge - rag, ...) on the questions both answered, and the count per loss class. Results:
+bench_results/<--out>.json."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ from rag_lib.experiments.evaluation import rescored
 from rag_lib.experiments.questions import QUESTIONS, SPLITS, load_questions
 from rag_lib.experiments.results import RESULTS_DIR, format_table, read_jsonl, with_ci
 from rag_lib.experiments.tokens import token_counter_for
-from rag_lib.graphs.judge import JudgeContext, build_judge_graph
+from rag_lib.graphs.judge import JudgeContext, below_cutoff, build_judge_graph
 from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import source_name
 from rag_lib.llm import get_chat_model
@@ -144,10 +144,27 @@ class LoggedRetriever(BaseRetriever):
         return documents
 
 
-def search_records(searches: list[tuple[str, list[Document]]], question: dict) -> list[dict]:
-    """A run's searches for its row: the query, the chunk ids found and whether they hold hop 1 and hop 2."""
-    return [{"query": query, "chunks": [chunk_id(d) for d in documents], "hops": hops_found(documents, question)}
-            for query, documents in searches]
+def read_chunks(documents: list[Document], first: bool, cutoff: float | None, keeps_all: bool) -> list[Document]:
+    """The chunks of one search that the pipeline reads: at or above the cutoff (`below_cutoff`); of a later search,
+    all of them when the pipeline `keeps_all` (the bridge), else the most similar one too (the judge's waiver)."""
+    if not first and keeps_all:
+        return documents
+    similarities = [d.metadata.get("similarity") or 0.0 for d in documents]
+    waived = None if first or not documents else similarities.index(max(similarities))
+    return [d for i, d in enumerate(documents)
+            if i == waived or not below_cutoff(d.metadata.get("similarity"), cutoff)]
+
+
+def search_records(searches: list[tuple[str, list[Document]]], question: dict, cutoff: float | None,
+                   keeps_all: bool = False) -> list[dict]:
+    """A run's searches for its row: the query, the chunk ids found, those the pipeline reads (`read_chunks`) and
+    whether these hold hop 1 and hop 2."""
+    records = []
+    for i, (query, documents) in enumerate(searches):
+        read = read_chunks(documents, i == 0, cutoff, keeps_all)
+        records.append({"query": query, "chunks": [chunk_id(d) for d in documents],
+                        "read": [chunk_id(d) for d in read], "hops": hops_found(read, question)})
+    return records
 
 
 def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, tuple[Runnable, LoggedRetriever]]:
@@ -190,7 +207,8 @@ def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file:
                 row = ({"pipeline": name, "id": q["id"], "question": q["question"], "golds": q["golds"],
                         "language": q["language"], "answer_type": q["answer_type"]} | result
                        | {"s": round(result["s"], 3), "follow_ups": len(state.get("sub_answers", [])),
-                          "searches": search_records(logged.searches, q), "gold_bridge": q["bridge"],
+                          "searches": search_records(logged.searches, q, default_min_similarity(),
+                                                     keeps_all=name == "bridge"), "gold_bridge": q["bridge"],
                           **{key: state[key] for key in ("bridge", "bridge_note") if key in state},
                           "model": model, "load_1min": round(os.getloadavg()[0], 2)})
                 row["loss"] = loss(row)

@@ -59,7 +59,8 @@ def test_rows_follow_ups_summary_and_resume(tmp_path, monkeypatch, bench_output)
         if row["evidence"]:  # the reader copies the gold whenever it was in front of it
             assert row["em"] == 1.0 and row["answer"].endswith("]")
         assert row["searches"][0]["query"] == row["question"] and row["loss"] in multihop.LOSSES
-        assert all(len(s["chunks"]) <= multihop.K and len(s["hops"]) == 2 for s in row["searches"])
+        assert all(len(s["chunks"]) <= multihop.K and set(s["read"]) <= set(s["chunks"]) and len(s["hops"]) == 2
+                   for s in row["searches"])
     judged = [r for r in rows if r["pipeline"] == "judge_extractive"]
     assert any(r["follow_ups"] >= 1 for r in judged)  # a chunk without the answer sent a follow-up
     for row in judged:  # the question, then each follow-up (and any follow-up of its own) searched

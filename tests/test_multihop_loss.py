@@ -1,14 +1,15 @@
-"""Where a two-hop question was lost (`benchmarks.multihop.loss`) and which chunk is a hop's passage (`holds_hop`).
+"""Where a two-hop question was lost (`benchmarks.multihop.loss`), which chunk is a hop's passage (`holds_hop`) and
+which chunks of a search a pipeline reads (`search_records`).
 
 The loss classifier is checked on FAKE ROWS written by hand (scores and searches as `bench multihop` records them),
-and the hop matcher on hand-made Documents; no model, no index.
+the hop matcher and the search records on hand-made Documents; no model, no index.
 """
 
 from __future__ import annotations
 
 from langchain_core.documents import Document
 
-from benchmarks.multihop import LOSSES, chunk_id, holds_hop, hops_found, loss, losses
+from benchmarks.multihop import LOSSES, chunk_id, holds_hop, hops_found, loss, losses, read_chunks, search_records
 
 HOP = {"source": "docs/rankers.md",
        "evidence": "the value used by Cormack, Clarke and Büttcher in the 2009 SIGIR paper"}
@@ -55,3 +56,22 @@ def test_a_hop_passage_is_a_chunk_of_its_file_holding_its_evidence_or_half_of_it
     assert not holds_hop(elsewhere, HOP) and not holds_hop(unrelated, HOP)
     question = {"hops": [{"source": "web/rrf.md", "evidence": "RRF sums reciprocal ranks"}, HOP]}
     assert hops_found([unrelated, whole], question) == [False, True]
+
+
+def scored(source: str, text: str, similarity: float, index: int) -> Document:
+    return Document(text, metadata={"source": f"/tmp/corpus/{source}", "chunk_index": index, "similarity": similarity})
+
+
+def test_search_records_count_the_hops_in_the_chunks_the_pipeline_reads():
+    hop_1 = {"source": "web/rrf.md", "evidence": "RAG-Fusion merges the lists with RRF"}
+    question = {"hops": [hop_1, HOP]}
+    first = [scored("web/rrf.md", "RAG-Fusion merges the lists with RRF.", 0.90, 0),
+             scored("docs/rankers.md", f"k = 60 is {HOP['evidence']}.", 0.80, 1)]  # hop 2, under the cutoff
+    later = [scored("docs/other.md", "Nothing here.", 0.84, 2), scored("docs/rankers.md", HOP["evidence"], 0.82, 1)]
+    judge = search_records([("q", first), ("follow-up", later)], question, cutoff=0.86)
+    assert judge[0]["chunks"] == ["web/rrf.md#0", "docs/rankers.md#1"] and judge[0]["read"] == ["web/rrf.md#0"]
+    assert judge[0]["hops"] == [True, False]  # the hop-2 chunk fell under the cutoff: not read
+    assert judge[1]["read"] == ["docs/other.md#2"] and judge[1]["hops"] == [False, False]  # only the best is waived
+    bridge = search_records([("q", first), ("bridge", later)], question, cutoff=0.86, keeps_all=True)
+    assert bridge[1]["read"] == bridge[1]["chunks"] and bridge[1]["hops"] == [False, True]
+    assert read_chunks(first, True, None, False) == first  # no cutoff: every chunk is read
