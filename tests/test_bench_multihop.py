@@ -16,7 +16,7 @@ from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks import multihop
-from rag_lib.experiments.bridge import BridgeName
+from rag_lib.experiments.bridge import BridgeEntity
 from rag_lib.experiments.questions import load_questions
 from rag_lib.graphs.judge import Judgment
 
@@ -32,9 +32,9 @@ class BridgeReader(ToolCallingDouble):
     def reply(self, messages: list[BaseMessage], tool: str | None) -> AIMessage:
         prompt = "\n".join(str(m.content) for m in messages)
         gold = next((q["answer"] for q in CHOSEN if q["answer"] in prompt), "")
-        if tool == BridgeName.__name__:
+        if tool == BridgeEntity.__name__:
             question = str(messages[-1].content).removeprefix("Question: ").split("\n\n", 1)[0]
-            return tool_call(tool, {"name": COPIED.get(question, "")})
+            return tool_call(tool, {"entity": COPIED.get(question, "")})
         if tool:
             assert tool == Judgment.__name__
             question = str(messages[-1].content).removeprefix("Question: ").split("\nPassage:", 1)[0]

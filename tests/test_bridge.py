@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 
 from rag_lib.experiments.bridge import (
     BridgeContext,
-    BridgeName,
+    BridgeEntity,
     build_bridge_graph,
     find_bridge,
     retrieve,
@@ -59,8 +59,8 @@ class BridgeCopier(ToolCallingDouble):
 
     def reply(self, messages: list[BaseMessage], tool: str | None) -> AIMessage:
         if tool:
-            assert tool == BridgeName.__name__
-            return tool_call(tool, self.raw or {"name": self.name})
+            assert tool == BridgeEntity.__name__
+            return tool_call(tool, self.raw or {"entity": self.name})
         return AIMessage(self.span)
 
 
@@ -83,7 +83,7 @@ def test_find_bridge_makes_one_call_and_keeps_a_verified_copy():
     invented = Runtime(context=BridgeContext(retriever=table(), llm=BridgeCopier(name="Borda count")))
     update = find_bridge({"question": Q, "documents": [FUSION, OTHER]}, invented)
     assert update["bridge"] == "" and "no passage holds it" in update["bridge_note"] and update["llm_calls"] == 1
-    broken = Runtime(context=BridgeContext(retriever=table(), llm=BridgeCopier(raw='{"name": ')))
+    broken = Runtime(context=BridgeContext(retriever=table(), llm=BridgeCopier(raw='{"entity": ')))
     update = find_bridge({"question": Q, "documents": [FUSION]}, broken)
     assert update["bridge"] == "" and update["bridge_note"].startswith("no bridge: the reply was unusable")
 

@@ -40,18 +40,19 @@ from rag_lib.text import tokenize
 
 BRIDGE_SYSTEM = (
     "The question describes something without naming it (a method, a model, a person, a product) and asks a fact "
-    "about it. Copy from the passages, word for word, the name of that thing. Leave the name empty if no passage "
+    "about it. Copy from the passages, word for word, the name of that thing. Leave the entity empty if no passage "
     "names it. Do not answer the question.\n"
     "Example: question \"Where was the company that makes the Q7 drone founded?\", passage \"The Q7 drone is built "
-    "by Aerolux.\" -> name \"Aerolux\".")
+    "by Aerolux.\" -> entity \"Aerolux\".")
 BRIDGE_TOKENS = 48  # a name is short: the JSON reply with it fits in this
 
 
-class BridgeName(BaseModel):
+class BridgeEntity(BaseModel):
     """Copy the name of the thing the question describes without naming it."""
 
-    name: str = Field(default="", max_length=60,
-                      description="the exact words of a passage that name it, or an empty string")
+    # not called "name": a small model fills a field of that name with the tool's own name
+    entity: str = Field(default="", max_length=60,
+                        description="the exact words of a passage that name the thing, or an empty string")
 
 
 @dataclass(frozen=True)
@@ -112,11 +113,11 @@ def find_bridge(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
     llm = runtime.context.llm
     question, documents = fit_prompt(llm, bridge_prompt, state["question"], state["documents"])
     try:
-        reply: BridgeName = structured_output(llm, BridgeName, max_tokens=BRIDGE_TOKENS).invoke(
+        reply: BridgeEntity = structured_output(llm, BridgeEntity, max_tokens=BRIDGE_TOKENS).invoke(
             bridge_prompt(question, documents))
     except StructuredOutputError as error:  # an unreadable reply: no bridge, answer from the first search
         return {"bridge": "", "bridge_note": f"no bridge: the reply was unusable ({error})", "llm_calls": 1}
-    bridge, note = verified_bridge(reply.name, state["question"], state["documents"])
+    bridge, note = verified_bridge(reply.entity, state["question"], state["documents"])
     return {"bridge": bridge, "bridge_note": note, "llm_calls": 1}
 
 
