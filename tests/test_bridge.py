@@ -70,7 +70,10 @@ def table(*bridged: Document) -> TableRetriever:
 
 def test_a_bridge_counts_only_when_a_passage_holds_it_and_it_is_new_to_the_question():
     assert verified_bridge(f'"{BRIDGE}"', Q, [FUSION]) == (BRIDGE, "")  # quotes stripped
-    assert verified_bridge("Reciprocal Rank Fusion (RRF)", Q, [FUSION])[0] == ""  # not a copy: no passage holds it
+    assert verified_bridge("Reciprocal Rank Fusion (RRF)", Q, [FUSION]) == ("Reciprocal Rank", "")  # its longest
+    # piece a passage holds with no word of the question ("fusion")
+    bridge, note = verified_bridge("Borda count", Q, [FUSION])
+    assert bridge == "" and "no passage holds it" in note
     bridge, note = verified_bridge("RAG-Fusion", Q, [FUSION])
     assert bridge == "" and "no word the question lacks" in note
     assert verified_bridge("", Q, [FUSION]) == ("", "no bridge copied")

@@ -32,7 +32,15 @@ from pydantic import BaseModel, Field
 
 from rag_lib.experiments.advanced import union_search
 from rag_lib.graphs.judge import below_cutoff
-from rag_lib.graphs.rag import checked_answer, cleaned_span, extractive_answer, format_context, fresh_run, refusal_for
+from rag_lib.graphs.rag import (
+    checked_answer,
+    cleaned_span,
+    extractive_answer,
+    format_context,
+    fresh_run,
+    refusal_for,
+    salvaged_span,
+)
 from rag_lib.matching import occurs_in
 from rag_lib.prompts import fit_prompt
 from rag_lib.structured import StructuredOutputError, structured_output
@@ -89,12 +97,16 @@ def bridge_prompt(question: str, documents: list[Document]) -> list:
 
 def verified_bridge(copy: str, question: str, documents: list[Document]) -> tuple[str, str]:
     """(bridge, note): the copy (quotes and citation marks stripped) when a passage holds it and it brings a word the
-    question lacks; else "" and why it was rejected."""
+    question lacks, else its longest piece that does (`salvaged_span`: a copy may write "(BAAI)" where the passage
+    has "（BAAI）"); else "" and why it was rejected."""
     span = cleaned_span(copy)
     if not span:
         return "", "no bridge copied"
     if not any(occurs_in(span, d.page_content) for d in documents):
-        return "", f"bridge {span!r} rejected: no passage holds it"
+        piece = salvaged_span(span, question, documents)
+        if not piece:
+            return "", f"bridge {span!r} rejected: no passage holds it"
+        span = piece
     if not set(tokenize(span)) - set(tokenize(question)):
         return "", f"bridge {span!r} rejected: it brings no word the question lacks"
     return span, ""
