@@ -70,7 +70,7 @@ def test_rows_follow_ups_summary_and_resume(tmp_path, monkeypatch, bench_output)
     bridged = [r for r in rows if r["pipeline"] == "bridge"]
     for row in bridged:  # a verified bridge is searched with the question; a rejected one is not
         assert len(row["searches"]) == 1 + bool(row["bridge"]) and row["llm_calls"] >= 2
-        assert row["bridge"] in ("", COPIED[row["question"]])
+        assert row["bridge"] in COPIED[row["question"]]  # the copy, a piece of it a passage holds, or none
     assert any(r["bridge"] for r in bridged)  # a gold bridge a passage holds was copied and searched
     assert all(r["llm_calls"] <= multihop.JUDGE_MAX_LLM_CALLS for r in judged)
 
