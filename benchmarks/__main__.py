@@ -28,8 +28,10 @@ BENCHMARKS = {
         "and indexing speed",
     "lite": "Milvus Lite: BM25 statistics per segment (unflushed / one / many flushes), latency at 1k-100k "
         "chunks, profile",
-    "multihop": "51 two-hop questions over data/: plain RAG vs the recursive judge (follow-ups, calls, "
-        "seconds); resumable",
+    "multihop": "112 two-hop questions over data/: plain RAG, the recursive judge and the bridge pipeline "
+        "(searches, where each question is lost, calls, seconds); resumable",
+    "multihop_retrieval": "where the two-hop questions are lost before the model: each hop's passage in the top k "
+        "of the question, of the question + gold bridge, of their union (no model calls)",
     "judging": "the judge's 0/1/2 against 97 labelled passages (data/judge_labels.json): agreement, confusion, "
         "Wilson CI",
     "builds": "two llama.cpp builds (portable AVX2 vs e.g. AVX-512) on the same answer prompts: prompt tok/s, answers",
