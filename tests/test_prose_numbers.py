@@ -1172,7 +1172,7 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"on one question \(([\d.]+) = ", output(N04, 31, r"'RRF': ([\d.]+)")),
     Claim(N04, r"= [\d.]+ / (\d+)\)", output(N04, 31, r"(\d+) questions \|")),
     # ---- 05 query transformation
-    Claim(N05, r"about (\d+) minutes in the committed\s+run", minutes(N05), rel=0.5),
+    Claim(N05, r"about ([\d.]+) minutes in the committed\s+run", minutes(N05), rel=0.5),
     Claim(N05, r"measurement on (\d+) questions is read", set_size_05(CROSS_05)),
     Claim(N05, r"(\d+) chunks per\s+question", K_05),
     Claim(N05, r"All (\d+) sample questions find", SAMPLE_05),
