@@ -109,10 +109,16 @@ def test_nothing_retrieved_refuses_without_calling_the_model() -> None:
         ("x" * 400, "What is Milvus? And its port?"),
         ("19530", "What is Milvus? And its port?"),  # answered instead of rewritten
         ("它的默认端口", "What is Milvus? And its port?"),
+        ("and ITS  port?", "What is Milvus? And its port?"),  # the follow-up copied back: no rewrite
     ],
 )
 def test_a_rewrite_that_is_empty_or_runaway_falls_back_to_both_questions(reply: str, expected: str) -> None:
     assert condensed_query(reply, "And its port?", "What is Milvus?") == expected
+
+
+def test_a_follow_up_copied_back_falls_back_to_both_questions() -> None:
+    question, previous = "它用哪个分词器？", "Milvus 内置的 chinese 分析器是什么？"
+    assert condensed_query(" 它用哪个分词器？\n", question, previous) == f"{previous} {question}"
 
 
 def test_old_turns_are_trimmed_to_the_history_budget() -> None:

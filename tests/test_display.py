@@ -18,7 +18,7 @@ from matplotlib.image import imread
 
 from rag_lib.agent import build_agent
 from rag_lib.app.router import build_router_graph
-from rag_lib.experiments.display import STEP_Y, back_edges, graph_png, layers, mermaid
+from rag_lib.experiments.display import STEP_Y, back_edges, graph_png, layers, mermaid, show_crag_update
 from rag_lib.experiments.display import drawing as display_drawing
 from rag_lib.graphs.crag import build_crag_graph
 from rag_lib.graphs.judge import build_judge_graph
@@ -176,3 +176,12 @@ def test_the_agent_loops_are_drawn_as_back_edges():
     assert rows[:3] == [[START], ["FreshQuestion.before_agent"], [limit]] and rows[3][0] == "model"
     assert "tools" in rows[5]
     assert rows[-1] == [END]
+
+
+def test_a_crag_update_prints_each_node_and_returns_the_nodes_that_ran(capsys) -> None:
+    chunk = {"rewrite_query": {"web_query": "Gradio port", "notes": ["rewrote"]}, "approve_web": None,
+             "__metadata__": {"cached": True}}
+    assert show_crag_update(chunk) == ["rewrite_query"]  # approve_web passes through, the cache mark is no node
+    assert capsys.readouterr().out.splitlines() == [
+        "-> rewrite_query", "    web query: 'Gradio port'", "    note: rewrote",
+        "    from the cache: True (the node did not run)"]

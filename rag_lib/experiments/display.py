@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import textwrap
 
 from IPython.display import Image, Markdown
 from langchain_core.runnables.graph import Graph
@@ -142,3 +143,50 @@ def graph_png(graph: CompiledStateGraph, xray: bool = False) -> Image:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return Image(data=buffer.getvalue(), format="png")
+
+
+def show_crag_node(node: str, update: dict) -> None:
+    """Print what one CRAG node returned, a few lines (passages, grades, web query, pages, kept strips, answer)."""
+    if node == "retrieve":
+        for d in update["documents"]:
+            print(f"    {d.metadata['similarity']:.3f}  {d.metadata['source']} chunk {d.metadata['chunk_index']}")
+    elif node == "grade_documents":
+        for g in update["grades"]:
+            how = g["decided_by"]
+            if how == "llm":
+                found = ", found in the passage" if g["relevant"] else ", NOT in the passage"
+                how = f"LLM copied {g['copied']!r}{found}"
+            print(f"    {'keep' if g['relevant'] else 'drop'}  {g['similarity']:.3f}  by {how}")
+        print(f"    action: {update['action']}")
+    elif node == "rewrite_query":
+        print(f"    web query: {update['web_query']!r}")
+    elif node == "web_search":
+        for d in update["web_results"]:
+            print(f"    BM25 {d.metadata['score']:5.2f}  {d.metadata['title'][:45]}  {d.metadata['url']}")
+    elif node == "refine_knowledge":
+        for s in update["strips"]:
+            if s["kept"]:
+                print(f"    keep strip, score {s['score']:.2f} ({s['origin']}): {s['text'][:90]}")
+    elif node in ("generate", "refuse"):
+        print(textwrap.indent(update["answer"], "    "))
+    for note in update.get("notes", []):
+        print(f"    note: {note}")
+
+
+def show_crag_update(chunk: dict) -> list[str]:
+    """Print one `stream_mode="updates"` chunk of the CRAG graph, node by node; returns the nodes that ran."""
+    ran = []
+    for node, update in chunk.items():
+        if node == "__metadata__":  # LangGraph's mark on an update served by the node's cache
+            print(f"    from the cache: {update['cached']} (the node did not run)")
+        elif node != "approve_web":  # approve_web passes straight through unless the context asks first
+            print(f"-> {node}")
+            show_crag_node(node, update or {})
+            ran.append(node)
+    return ran
+
+
+def numbered_sources(state: dict) -> None:
+    """The knowledge a CRAG answer read, numbered as in its prompt, so [1], [2] in the answer can be looked up."""
+    for i, doc in enumerate(state.get("knowledge", []), 1):
+        print(f"    [{i}] {doc.metadata['source']} ({doc.metadata['origin']})")

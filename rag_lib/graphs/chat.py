@@ -91,11 +91,18 @@ def keeps_the_question(rewrite: str, question: str) -> bool:
     return len(wanted & set(tokenize(rewrite))) * 2 >= len(wanted)
 
 
+def same_text(a: str, b: str) -> bool:
+    """Whether two strings are equal ignoring case and whitespace: a follow-up copied back is no rewrite."""
+    return "".join(a.split()).casefold() == "".join(b.split()).casefold()
+
+
 def condensed_query(reply: str, question: str, previous: str) -> str:
-    """The model's rewrite when it looks like one (first line, not runaway, the question's words kept), else the
-    previous question followed by this one: crude, but it always carries the subject the follow-up leaves out."""
+    """The model's rewrite when it looks like one (first line, not runaway, not the follow-up copied back, the
+    question's words kept), else the previous question followed by this one: crude, but it always carries the
+    subject the follow-up leaves out."""
     line = next((part.strip() for part in reply.strip().splitlines() if part.strip()), "")
-    if line and len(line) <= len(question) + MAX_QUERY_GROWTH and keeps_the_question(line, question):
+    if (line and len(line) <= len(question) + MAX_QUERY_GROWTH and not same_text(line, question)
+            and keeps_the_question(line, question)):
         return line
     return f"{previous} {question}".strip()
 
