@@ -37,9 +37,9 @@ from rag_lib.experiments.cmrc import Dataset, dataset_label
 from rag_lib.experiments.cmrc_search import CANDIDATES, Search, chunk_contexts, load_collection, to_contexts
 from rag_lib.experiments.evaluation import paired_difference, percentile, recall_at_k, reciprocal_rank
 from rag_lib.experiments.lc_milvus import HYBRID_SEARCH_KWARGS, hybrid_store
+from rag_lib.experiments.rerank import EmbeddingReranker
 from rag_lib.experiments.results import LLM_BASELINE, format_table
 from rag_lib.llm import get_chat_model
-from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 from rag_lib.store import make_row
 from rag_lib.text import tokenize

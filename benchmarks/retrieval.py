@@ -43,8 +43,8 @@ from rag_lib.experiments.evaluation import (
     paired_difference,
 )
 from rag_lib.experiments.parent_fusion import ParentFusionRetriever, Signal
+from rag_lib.experiments.rerank import EmbeddingReranker
 from rag_lib.experiments.results import format_table
-from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 from rag_lib.store import (
     JIEBA_ANALYZER_PARAMS,

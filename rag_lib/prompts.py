@@ -1,5 +1,5 @@
-"""The prompts the library sends to a model (grouped by the module that sends it; the app's router and grader, the
-node groups and the query transformations keep their own), and how prompts carry retrieved text: fenced as quoted
+"""The prompts the library sends to a model (grouped by the module that sends it; the app's router and grader and
+the experiments keep their own), and how prompts carry retrieved text: fenced as quoted
 data, fitted to the window.
 
 Fence: each passage goes inside `<passage id=N source="...">` ... `</passage>` (tag look-alikes in the text
@@ -198,13 +198,6 @@ RESULTS_REMINDER = (
 )
 RESULTS_REQUEST = "Results of {tool}:\n{results}\n\n" + RESULTS_REMINDER + "\nQuestion: {question}"
 ANSWER_ONLY = "You have searched enough: answer now from the results above, or say you did not find the answer."
-
-# -------- the LLM reranker (rag_lib.rerank)
-
-RERANK_PROMPT = (
-    "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
-    "Question: {query}\nPassage: {passage}"
-)
 
 # -------- structured output in JSON mode and the probe of a server (rag_lib.structured)
 

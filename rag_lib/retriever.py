@@ -9,7 +9,7 @@ scaled client-side, then weighted; `normalize=False` adds the raw scores, the tr
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -21,7 +21,6 @@ from pymilvus import AnnSearchRequest, DataType, MilvusClient, RRFRanker, Weight
 from pymilvus.exceptions import MilvusException
 
 from rag_lib.embeddings import embed_queries
-from rag_lib.rerank import Reranker
 from rag_lib.store import DEFAULT_COLLECTION, DENSE_SEARCH_PARAMS, METADATA_FIELDS, SPARSE_SEARCH_PARAMS
 from rag_lib.text import check_query
 
@@ -42,6 +41,13 @@ FIELD_NAME = re.compile(r"(?<![\w$.])[A-Za-z_]\w*(?!\w)(?!\s*\()")
 def _best_first(hit: dict) -> tuple[float, str]:
     """Sort key of a Milvus row: higher score first, ties by id (Milvus orders ties by segment layout)."""
     return -hit["score"], str(hit["id"])
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Anything that re-orders candidate Documents for a query, best first, and keeps `top_k`."""
+
+    def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]: ...
 
 
 class RetrieverConfigError(ValueError):
@@ -66,7 +72,7 @@ class Retriever(BaseRetriever):
     weights: tuple[float, ...] | None = None  # one per field for ranker="weighted"; default equal
     normalize: bool = True  # weighted: min-max scale each field first (False = raw scores, the trap)
     candidates: int = 20  # per-field top-N that fusion / reranking works on
-    reranker: Reranker | None = None  # required for ranker="model" (rag_lib.rerank.get_reranker())
+    reranker: Reranker | None = None  # required for ranker="model" (rag_lib.experiments.rerank.get_reranker())
     filter: str = ""  # Milvus boolean expression on scalar fields, e.g. 'language == "zh"'
     min_similarity: float | None = None  # drop hits whose cosine similarity to the query is lower
 
@@ -103,8 +109,8 @@ class Retriever(BaseRetriever):
         self._weights = self._resolve_weights()
         self._check_ranker_arguments()
         if self.ranker == "model" and self.reranker is None:
-            raise RetrieverConfigError("ranker='model' needs a reranker: pass reranker=rag_lib.rerank.get_reranker() "
-                                       "(or EmbeddingReranker(embeddings), LLMReranker(llm), ...).")
+            raise RetrieverConfigError("ranker='model' needs a reranker: pass any object with rerank(query, documents, "
+                                       "top_k), e.g. rag_lib.experiments.rerank.get_reranker().")
         if self.min_similarity is not None and SIMILARITY_FIELD not in vectors:
             raise RetrieverConfigError(
                 f"min_similarity needs a {SIMILARITY_FIELD!r} embedding field, which {self.collection!r} lacks: "

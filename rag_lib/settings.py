@@ -62,7 +62,7 @@ class Settings(BaseSettings):
     RAG_EMBED_QUERY_PREFIX: str = Field("", description='text put before each query, e.g. "query: "')
     RAG_EMBED_PASSAGE_PREFIX: str = Field("", description='text put before each passage, e.g. "passage: "')
 
-    # Reranker: e5 cosine by default (see rag_lib.rerank); at most one of these
+    # Reranker: e5 cosine by default (see rag_lib.experiments.rerank); at most one of these
     RAG_RERANK_MODEL: str | None = Field(None, description="HTTP rerank model, e.g. jina-reranker-v2-base-multilingual")
     RAG_RERANK_BASE_URL: str | None = Field(None, description="HTTP rerank endpoint (full URL)")
     RAG_RERANK_API_KEY: str | None = Field(None, repr=False, description="API key of the rerank endpoint")

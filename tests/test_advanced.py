@@ -17,8 +17,8 @@ from pydantic import Field
 
 from rag_lib.chunking import Chunker
 from rag_lib.experiments import advanced
+from rag_lib.experiments.rerank import EmbeddingReranker
 from rag_lib.index import index_directory
-from rag_lib.rerank import EmbeddingReranker
 from rag_lib.retriever import Retriever
 
 

@@ -20,9 +20,9 @@ from test_retriever import CORPUS  # the same four small documents
 from benchmarks import components, fusion
 from rag_lib.embeddings import E5_MIN_SIMILARITY
 from rag_lib.experiments.evaluation import paired_difference
+from rag_lib.experiments.rerank import EmbeddingReranker, HttpReranker, LLMReranker
 from rag_lib.index import index_directory
-from rag_lib.rerank import EmbeddingReranker, HttpReranker, LLMReranker, Reranker
-from rag_lib.retriever import Retriever
+from rag_lib.retriever import Reranker, Retriever
 
 # "how many" is in hnsw.md, so hybrid search ranks it first; e5 alone prefers the (Chinese) chunking document.
 QUESTION = "How many characters should each chunk have?"

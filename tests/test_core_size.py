@@ -1,8 +1,8 @@
 """The copyable core stays small: its line total, its largest module and its longest function have ceilings.
 
 The core is rag_lib/ without app/ and experiments/ (the layers tests/test_imports.py keeps apart). The targets are
-4,500 lines in all, 400 a module and 50 a function; CORE_LINES is the total reached so far: lower it as the core
-shrinks; raise it only in a commit that names the behaviour the new lines add."""
+4,500 lines in all, 400 a module and 50 a function; CORE_LINES is the total reached so far (within the target):
+lower it as the core shrinks; raise it only in a commit that names the behaviour the new lines add."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import rag_lib
 
 PACKAGE = Path(rag_lib.__file__).resolve().parent
-CORE_LINES = 4708  # target 4,500
+CORE_LINES = 4493  # target 4,500
 MODULE_LINES = 400
 FUNCTION_LINES = 50
 

@@ -222,8 +222,8 @@ def test_only_the_indexer_adds_vectors_to_the_disk_cache(offline_env, tmp_path, 
     from rag_lib.app.strategies import search
     from rag_lib.chunking import Chunker
     from rag_lib.embeddings import get_embeddings
+    from rag_lib.experiments.rerank import EmbeddingReranker
     from rag_lib.index import index_directory
-    from rag_lib.rerank import EmbeddingReranker
     from rag_lib.retriever import Retriever
     from rag_lib.store import DEFAULT_COLLECTION
 

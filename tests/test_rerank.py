@@ -7,7 +7,7 @@ import json
 import httpx
 from langchain_core.documents import Document
 
-from rag_lib.rerank import HttpReranker, get_reranker
+from rag_lib.experiments.rerank import HttpReranker, get_reranker
 
 DOCS = [Document(t, metadata={"source": f"{i}.md"}) for i, t in enumerate(["猫在睡觉", "狗在叫", "苹果很甜"])]
 

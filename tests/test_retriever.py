@@ -16,8 +16,7 @@ from pydantic import Field
 from pymilvus import DataType
 
 from rag_lib.embeddings import E5_MIN_SIMILARITY
-from rag_lib.index import index_directory
-from rag_lib.rerank import (
+from rag_lib.experiments.rerank import (
     EmbeddingReranker,
     HttpReranker,
     LLMReranker,
@@ -26,6 +25,7 @@ from rag_lib.rerank import (
     get_reranker,
     ranked,
 )
+from rag_lib.index import index_directory
 from rag_lib.retriever import Retriever, RetrieverConfigError, filter_fields
 from rag_lib.settings import ConfigError
 from rag_lib.store import DEFAULT_COLLECTION, PROJECT_ROOT, build_index_params, build_schema, ensure_collection, quote

@@ -32,10 +32,10 @@ from rag_lib.app.ui import reply_markdown
 from rag_lib.app.uploads import indexed_documents, save_document
 from rag_lib.experiments import advanced
 from rag_lib.experiments import node_groups as ng
+from rag_lib.experiments.rerank import LLMReranker
 from rag_lib.graphs.crag import CRAGContext, build_crag_graph, key_terms
 from rag_lib.graphs.judge import JudgeContext, build_judge_graph
 from rag_lib.graphs.rag import refusal_for
-from rag_lib.rerank import LLMReranker
 from rag_lib.settings import ConfigError
 from rag_lib.structured import StructuredOutputError, structured_output, with_json_instruction
 

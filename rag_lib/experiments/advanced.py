@@ -24,8 +24,7 @@ from pydantic import BaseModel, Field
 from pymilvus import MilvusClient
 
 from rag_lib.index import parent_documents
-from rag_lib.rerank import Reranker
-from rag_lib.retriever import Retriever, to_document, with_metadata
+from rag_lib.retriever import Reranker, Retriever, to_document, with_metadata
 from rag_lib.store import DENSE_SEARCH_PARAMS, METADATA_FIELDS
 from rag_lib.structured import StructuredOutputError, structured_output
 from rag_lib.text import detect_language

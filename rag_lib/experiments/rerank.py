@@ -1,4 +1,4 @@
-"""Second-stage rerankers: re-score a few first-stage candidates more carefully and keep the best `top_k`.
+"""Second-stage rerankers the course measures: re-score a few first-stage candidates and keep the best `top_k`.
 
 Each has `rerank(query, documents, top_k)`, scoring into `metadata["rerank_score"]`, and is a LangChain document
 compressor (`compress_documents` keeps `top_n`), for `Retriever(ranker="model")` or ContextualCompressionRetriever.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Any, Self
 
 import httpx
 import numpy as np
@@ -28,16 +28,13 @@ from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from rag_lib.embeddings import get_embeddings
-from rag_lib.prompts import RERANK_PROMPT
 from rag_lib.settings import ConfigError, settings
 from rag_lib.structured import StructuredOutputError, structured_output
 
-
-@runtime_checkable
-class Reranker(Protocol):
-    """Anything that re-orders candidate Documents for a query, best first, and keeps `top_k`."""
-
-    def rerank(self, query: str, documents: list[Document], top_k: int) -> list[Document]: ...
+RERANK_PROMPT = (
+    "Rate how well the passage answers the question, from 0 (unrelated) to 10 (states the answer).\n"
+    "Question: {query}\nPassage: {passage}"
+)
 
 
 def ranked(documents: Sequence[Document], scores: Sequence[float], top_k: int) -> list[Document]:
