@@ -839,6 +839,12 @@ CLAIMS: list[Claim] = [
       for setting in ("local", "split")],
     Claim(N11, r"no question changed \((\d+) of \d+ in either",
           outputs(N11, r"evidence different from plain RAG's on (\d+)", max)),
+    *[Claim(N11, pattern, output(N11, 37, rf"{setting}:[^\n]*\n\s+answer different from plain RAG's on (\d+)"))
+      for pattern, setting in ((r"differs from plain RAG's on (\d+) of", "local"),
+                               (r"questions \((\d+) in split\)", "split"))],
+    *[Claim(N11, pattern, output(N11, 37, rf"{setting}:[^\n]*\n[^\n]*\((\d+) of them after a follow-up"))
+      for pattern, setting in ((r"only (\d+) \(\d+\) of them after", "local"),
+                               (r"only \d+ \((\d+)\) of them after", "split"))],
     Claim(N12, r"top-(\d+) chunks", bench("answers", "cmrc", "setup", "retriever k")),
     Claim(N12, r"best strips \| ≤ (\d+)", bench("answers", "cmrc", "setup", "crag max_llm_calls")),
     Claim(N12, r"≤ (\d+), depth", bench("answers", "cmrc", "setup", "judge max_llm_calls")),
@@ -991,7 +997,7 @@ CLAIMS: list[Claim] = [
     # ---- 13 the app
     Claim(N13, r"about (\d+) s of cells in the committed run", cell_seconds(N13), rel=0.5),
     *(Claim(name, r"about (\d+) s of cells in the committed run", cell_seconds(name), rel=0.5)
-      for name in (N08, N09, N11)),
+      for name in (N08, N09)),
     Claim(N13, r"about (\d+) minutes \(about", minutes(N13), rel=0.5),
     Claim(N13, r"The router sends (\d+) of them", derived(
         f"{N13} cell 4 output, rows of the examples table",
