@@ -1060,7 +1060,7 @@ CLAIMS: list[Claim] = [
           output(N02, 30, r"\((\d+) chars\) of milvus_hnsw_index\.md:\s+best child: ## Build")),
     Claim(N02, r"(\d+) characters of children", output(N02, 30, r"(\d+) -> \d+ characters of context")),
     Claim(N02, r"became (\d+) of parents", output(N02, 30, r"\d+ -> (\d+) characters of context")),
-    # section 8, a second embedding model (bench_results/embeddings.json, printed in cell 48)
+    # section 7, a second embedding model (bench_results/embeddings.json, printed in cell 43)
     *embedding_diff_claims(r"weaker than e5 \(R@1\s+", "USE alone", "e5 alone"),
     *embedding_diff_claims(r"equal weights it changes R@1 by ", "e5 + USE + BM25, weighted equal",
                            "e5 + BM25, weighted 0.6/0.4"),
