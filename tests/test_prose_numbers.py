@@ -1211,6 +1211,7 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"the second ranks it (\d)th\)", output(N05, 6, r"(?m)^1\s.*?\?\s+(\d+)\s")),
     Claim(N05, r"\(rank (\d) -> \d\)", output(N05, 9, r"搜索？\s+(\d+)")),
     Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 9, r"union \(best score per chunk\)\s+(\d+)")),
+    Claim(N05, r"ranks it only\s+(\d)th, because", output(N05, 9, r"RRF over the queries\s+(\d+)")),
     Claim(N05, r"for the same (\d+) places", K_05),
     Claim(N05, r"when all (\d) searches ran", code(N05, 13, r"max_steps=(\d+)")),
     Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 15, r"Chinese: rank (\d+)")),
