@@ -26,7 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from benchmarks.answers import clear_prompt_cache
+from benchmarks.answers_pipelines import clear_prompt_cache
 from rag_lib.agent import agent_prompt, build_agent, docs_tool, next_step, run_agent, web_tool
 from rag_lib.embeddings import get_embeddings
 from rag_lib.experiments.demo import DOCS

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import answers, write_results
+from benchmarks import answers, answers_pipelines, answers_run, answers_sample, answers_summary, write_results
 from benchmarks.builds import venv_build
 from rag_lib.experiments.cmrc import cmrc_path, load_cmrc
 from rag_lib.experiments.evaluation import bootstrap_ci, paired_difference, rescored
@@ -95,7 +95,7 @@ def rates(rows: list[dict]) -> dict[str, float]:
 
 def summarize(runs_dir: Path, sample: list[dict], pipelines: list[str]) -> dict:
     """The slice's table from the runs folder and the answers benchmark's rows on the same questions."""
-    rows = answers.sample_rows(runs_dir, SETTING, sample)
+    rows = answers_summary.sample_rows(runs_dir, SETTING, sample)
     earlier = [rescored(r) for r in read_jsonl(RESULTS_DIR / "answers_runs" / f"{SETTING}.jsonl")]
     table = []
     for name in pipelines:
@@ -105,12 +105,12 @@ def summarize(runs_dir: Path, sample: list[dict], pipelines: list[str]) -> dict:
             table.append(pipeline_summary(name, mine, before) | beside(name, mine, rows))
     loads = [r["load_1min"] for r in rows if "load_1min" in r]
     setup = {"build": venv_build(), "questions": len(sample), "setting": SETTING, "pipelines": pipelines,
-             "retriever k": answers.K, "prompt cache": "cleared before every pipeline run",
+             "retriever k": answers_pipelines.K, "prompt cache": "cleared before every pipeline run",
              "runs dir": str(runs_dir.relative_to(RESULTS_DIR.parent)) if runs_dir.is_relative_to(RESULTS_DIR.parent)
              else str(runs_dir),
              "load_1min over the rows": {"median": float(np.median(loads)), "max": max(loads)} if loads else None,
              "llama.cpp rates over the rows": rates(rows),
-             "sessions": answers.sessions_of(runs_dir)}
+             "sessions": answers_summary.sessions_of(runs_dir)}
     return {"setup": setup, "pipelines": table}
 
 
@@ -124,11 +124,11 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     pipelines = answers.names(args.pipelines, tuple(TARGETS), "--pipelines")
     data = load_cmrc(cmrc_path())
-    sample = answers.sample_questions(data, args.n, seed=0)
+    sample = answers_sample.sample_questions(data, args.n, seed=0)
     if not args.summarize_only:
         restore = answers.stop_on_sigterm()
         try:
-            answers.run_cmrc(get_chat_model(), data, sample, [SETTING], pipelines, args.runs_dir)
+            answers_run.run_cmrc(get_chat_model(), data, sample, [SETTING], pipelines, args.runs_dir)
         finally:
             restore()
     result = summarize(args.runs_dir, sample, pipelines)

@@ -35,7 +35,7 @@ def prompts(n: int) -> list[dict]:
     """The first n questions of the answers benchmark's sample, each with its extractive prompt on the gold context."""
     from langchain_core.documents import Document
 
-    from benchmarks.answers import sample_questions
+    from benchmarks.answers_sample import sample_questions
     from rag_lib.experiments.cmrc import cmrc_path, load_cmrc
     from rag_lib.graphs.rag import extract_prompt
 

@@ -28,7 +28,7 @@ from langchain_core.documents import Document
 from langgraph.runtime import Runtime
 
 from benchmarks import write_results
-from benchmarks.answers import GoldRetriever
+from benchmarks.answers_pipelines import GoldRetriever
 from rag_lib.embeddings import default_min_similarity, embed_queries, get_embeddings
 from rag_lib.experiments.evaluation import wilson
 from rag_lib.experiments.results import format_table, load_results

@@ -38,24 +38,21 @@ from pydantic import Field
 from tqdm import tqdm
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from benchmarks.answers import (
+from benchmarks.answers import names
+from benchmarks.answers_pipelines import (
     JUDGE_MAX_DEPTH,
     JUDGE_MAX_LLM_CALLS,
     K,
-    append_row,
     clear_prompt_cache,
-    compare,
-    describe,
     indexed_retrievers,
     judge_context,
     judge_extractive_context,
     model_name,
-    names,
-    print_seconds,
     rag_context,
     run_pipeline,
-    where_seconds_go,
 )
+from benchmarks.answers_run import append_row
+from benchmarks.answers_summary import compare, describe, print_seconds, where_seconds_go
 from rag_lib.embeddings import default_min_similarity
 from rag_lib.experiments.bridge import BridgeContext, build_bridge_graph
 from rag_lib.experiments.evaluation import rescored

@@ -24,7 +24,8 @@ from pathlib import Path
 from langchain_core.documents import Document
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from benchmarks.answers import BOOTSTRAP, K
+from benchmarks.answers_pipelines import K
+from benchmarks.answers_summary import BOOTSTRAP
 from benchmarks.multihop import chunk_id, holds_hop, indexed_corpus
 from rag_lib.embeddings import default_min_similarity
 from rag_lib.experiments.evaluation import paired_difference, wilson

@@ -23,7 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from benchmarks import MEASURED_ANALYZER, write_results
-from benchmarks.answers import K, cmrc_setup, sample_questions
+from benchmarks.answers_pipelines import K
+from benchmarks.answers_sample import cmrc_setup, sample_questions
 from rag_lib.embeddings import default_min_similarity, get_embeddings
 from rag_lib.experiments.cmrc import load_cmrc
 from rag_lib.experiments.evaluation import f1, without_citations

@@ -20,7 +20,8 @@ import pytest
 from doubles import ToolCallingDouble, tool_call
 from langchain_core.messages import AIMessage, BaseMessage
 
-from benchmarks import answers
+from benchmarks import answers, answers_pipelines, answers_run, answers_sample, answers_summary
+from rag_lib.experiments.cmrc import load_cmrc
 from rag_lib.experiments.evaluation import rescored, without_citations
 from rag_lib.experiments.tokens import token_counter_for
 from rag_lib.graphs.crag import PassageAnswer, SearchTerms
@@ -105,12 +106,12 @@ def test_every_pipeline_runs_in_both_settings_and_errors_are_rows(full_run):
     local, split = rows_of(folder, "local"), rows_of(folder, "split")
     for rows in (local, split):  # one row per pipeline and question, none twice
         assert sorted((r["pipeline"], r["id"]) for r in rows) == sorted(
-            {(p, r["id"]) for p in answers.PIPELINES for r in rows})
-        assert len(rows) == 5 * len(answers.PIPELINES) and "" not in {r["question"] for r in rows}
+            {(p, r["id"]) for p in answers_pipelines.PIPELINES for r in rows})
+        assert len(rows) == 5 * len(answers_pipelines.PIPELINES) and "" not in {r["question"] for r in rows}
     assert {r["home"] for r in local} == {"local"} and {r["home"] for r in split} == {"local", "web"}
 
     failing = [r for r in local + split if FAIL in r["question"]]
-    assert len(failing) == 2 * len(answers.PIPELINES)  # a row per pipeline for it, in both settings
+    assert len(failing) == 2 * len(answers_pipelines.PIPELINES)  # a row per pipeline for it, in both settings
     for row in local + split:
         if FAIL in row["question"] and row["pipeline"] == "judge_extractive":  # a judge's copy is the answer:
             assert not row["error"] and row["answer"].endswith("]")  # no generation call, so nothing raised
@@ -123,7 +124,7 @@ def test_every_pipeline_runs_in_both_settings_and_errors_are_rows(full_run):
     by = {(r["setting"], r["pipeline"], r["question"]): r for r in local + split}
     for r in split:  # the index-free pipelines ran once per question and were copied into the split setting
         twin = by["local", r["pipeline"], r["question"]]
-        if r["pipeline"] in answers.INDEX_FREE:
+        if r["pipeline"] in answers_pipelines.INDEX_FREE:
             assert r["copied_from"] == "local" and r["answer"] == twin["answer"] and r["session"] == twin["session"]
         else:
             assert "copied_from" not in r
@@ -153,20 +154,20 @@ def test_summary_has_intervals_and_paired_differences_per_setting(full_run, caps
     cmrc = results["cmrc"]
     summary = {(r["setting"], r["context in"], r["pipeline"]): r for r in cmrc["summary"]}
     groups = {("local", "all"), ("split", "all"), ("split", "local"), ("split", "web")}
-    assert set(summary) == {g + (p,) for g in groups for p in answers.PIPELINES}
+    assert set(summary) == {g + (p,) for g in groups for p in answers_pipelines.PIPELINES}
     rows = {s: rows_of(folder, s) for s in ("local", "split")}
     for (setting, group, name), r in summary.items():
         part = [x for x in rows[setting] if x["pipeline"] == name and group in ("all", x["home"])]
         assert r["n"] == len(part) and r["errors"] == sum(bool(x["error"]) for x in part)
         assert r["EM"] == pytest.approx(sum(x["em"] for x in part) / len(part))
-        for label in (*answers.MEANS, "s p50"):
+        for label in (*answers_summary.MEANS, "s p50"):
             low, high = r[f"{label} ci"]
             assert low <= r[label] + 1e-12 and r[label] <= high + 1e-12, (label, r)
     assert summary["local", "all", "rag"]["n"] == 5 and summary["local", "all", "rag"]["errors"] == 1
     assert summary["split", "web", "crag"]["evidence"] == 1.0 and summary["split", "web", "rag"]["evidence"] == 0.0
 
     paired = {(r["setting"], r["context in"], r["comparison"]): r for r in cmrc["paired"]}
-    assert {("local", "all", f"{a} - {b}") for a, b in answers.PAIRS} <= set(paired)
+    assert {("local", "all", f"{a} - {b}") for a, b in answers_summary.PAIRS} <= set(paired)
     same = paired["local", "all", "gold - gold_generative"]  # a perfect reader: the same EM on every question
     assert same["n"] == 5 and same["EM diff"] == 0.0 and same["EM diff ci"] == [0.0, 0.0]
     crag_gain = paired["split", "web", "crag_extractive - rag_extractive"]  # CRAG alone reaches the web half
@@ -214,8 +215,8 @@ def test_a_stopped_run_goes_on_where_it_stopped(tmp_path, monkeypatch):
     write_squad(tmp_path / "mini.json")
     monkeypatch.setattr(answers, "get_chat_model", ReaderDouble)
     ran = []
-    real = answers.run_pipeline
-    monkeypatch.setattr(answers, "run_pipeline", lambda graph, question, *rest: ran.append(question) or
+    real = answers_pipelines.run_pipeline
+    monkeypatch.setattr(answers_run, "run_pipeline", lambda graph, question, *rest: ran.append(question) or
                         real(graph, question, *rest))
     options = ("--n", "3", "--pipelines", "llm_only,rag,gold")
     # questions 1 and 2 in plan order: local llm_only, rag, gold, split llm_only (copy), rag, gold (copy), ...
@@ -240,7 +241,7 @@ def test_a_stopped_run_goes_on_where_it_stopped(tmp_path, monkeypatch):
 def test_prewritten_rows_are_kept_copied_and_a_torn_line_runs_again(tmp_path, monkeypatch):
     write_squad(tmp_path / "mini.json")
     monkeypatch.setattr(answers, "get_chat_model", ReaderDouble)
-    sample = answers.sample_questions(answers.load_cmrc(tmp_path / "mini.json"), 2, seed=0)
+    sample = answers_sample.sample_questions(load_cmrc(tmp_path / "mini.json"), 2, seed=0)
     first = sample[0]
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -314,36 +315,36 @@ def test_the_cmrc_split_and_the_fixed_sample(tmp_path):
     articles = [{"title": f"T{i}", "paragraphs": [p]} for i, p in enumerate(paragraphs)]
     path = tmp_path / "mini.json"
     path.write_text(json.dumps({"data": articles}), encoding="utf-8")
-    data = answers.load_cmrc(path)
+    data = load_cmrc(path)
     folder = tmp_path / "local"
     folder.mkdir()
-    local, pages = answers.cmrc_setup(data, folder)
+    local, pages = answers_sample.cmrc_setup(data, folder)
     assert local == ["C0", "C2", "C4"]  # even positions in the file: the local index; odd ones: the offline web
     assert sorted(p.name for p in folder.iterdir()) == ["C0.txt", "C2.txt", "C4.txt"]
     assert (folder / "C0.txt").read_text(encoding="utf-8") == "# T0\n\ncontext 0"
     assert [p.metadata["url"] for p in pages] == ["cmrc://C1", "cmrc://C3", "cmrc://C5"]
     everything = tmp_path / "everything"
     everything.mkdir()
-    assert answers.cmrc_setup(data, everything, "local") == ([f"C{i}" for i in range(6)], [])  # no web at all
+    assert answers_sample.cmrc_setup(data, everything, "local") == ([f"C{i}" for i in range(6)], [])  # no web at all
     with pytest.raises(ValueError, match="local, split"):
-        answers.home_of(data, "web")
+        answers_sample.home_of(data, "web")
 
-    sample = answers.sample_questions(data, 5, seed=0)
-    assert sample == answers.sample_questions(data, 5, seed=0)  # fixed sample
-    assert answers.sample_questions(data, 3, seed=0) == sample[:3]  # a smaller n is the start of a larger one
+    sample = answers_sample.sample_questions(data, 5, seed=0)
+    assert sample == answers_sample.sample_questions(data, 5, seed=0)  # fixed sample
+    assert answers_sample.sample_questions(data, 3, seed=0) == sample[:3]  # a smaller n is the start of a larger one
     assert [q["rank"] for q in sample] == [1, 2, 3, 4, 5]
     assert {q["id"] for q in sample} == {"C0_Q", "C1_Q", "C2_Q", "C4_Q", "C5_Q"}  # the empty question is skipped
     assert all(q["home"] == ("local" if int(q["id"][1]) % 2 == 0 else "web") for q in sample)
     assert all(q["context_id"] == q["id"][:2] and q["golds"] == [f"a{q['id'][1]}"] for q in sample)
     with pytest.raises(ValueError, match="only 5 questions"):
-        answers.sample_questions(data, 6, seed=0)
+        answers_sample.sample_questions(data, 6, seed=0)
 
 
 def test_plan_runs_each_index_free_pipeline_once_per_question_and_interleaves():
     sample = [{"id": "A"}, {"id": "B"}]
     done = {("split", "gold", "B"): {}}
     plan = [(q["id"], setting, pipeline, source) for q, setting, pipeline, source in
-            answers.plan_work(sample, ["local", "split"], ["gold", "rag"], done)]
+            answers_run.plan_work(sample, ["local", "split"], ["gold", "rag"], done)]
     assert plan == [
         ("A", "local", "gold", None), ("A", "local", "rag", None), ("A", "split", "gold", "local"),
         ("A", "split", "rag", None),
@@ -354,16 +355,16 @@ def test_plan_runs_each_index_free_pipeline_once_per_question_and_interleaves():
 def test_citation_markers_are_not_part_of_the_scored_answer():
     assert without_citations("紫禁城 [1]") == "紫禁城"
     assert without_citations("A [1, 2]。B[3]") == "A。B"
-    assert answers.score("紫禁城 [1]", ["紫禁城"], [])["em"] == 1.0
+    assert answers_pipelines.score("紫禁城 [1]", ["紫禁城"], [])["em"] == 1.0
 
 
 def test_an_answer_is_also_scored_widened_to_the_clause_of_the_passage_it_was_copied_from():
     passages = ["千叶电视台的节目。", "动画在2007年1月4日于千叶电视台开始播放。后来又重播。"]
     gold = ["动画在2007年1月4日于千叶电视台开始播放。"]
-    scores = answers.score("2007年1月4日 [2]", gold, passages)
+    scores = answers_pipelines.score("2007年1月4日 [2]", gold, passages)
     assert scores["cited_passage"] == passages[1] and (scores["em"], scores["em_clause"]) == (0.0, 1.0)
     assert scores["f1"] < scores["f1_clause"] == 1.0
-    sentence = answers.score("它在2007年播出。", gold, passages)  # not a copy: scored as it is, twice
+    sentence = answers_pipelines.score("它在2007年播出。", gold, passages)  # not a copy: scored as it is, twice
     assert sentence["cited_passage"] == "" and sentence["f1_clause"] == sentence["f1"]
     row = {"error": "", "golds": gold, "answer": "2007年1月4日 [2]", "cited_passage": passages[1]}
     assert rescored(row)["em_clause"] == 1.0  # re-scored from the kept passage, no model
@@ -371,9 +372,10 @@ def test_an_answer_is_also_scored_widened_to_the_clause_of_the_passage_it_was_co
 
 
 def test_contains_and_evidence_need_a_gold_answer_as_it_is():
-    scores = answers.score("参数 k1 = 1.2。", ["k1=1.2", "x"], ["参数 k1 = 1.2 和 b = 0.75"])
+    scores = answers_pipelines.score("参数 k1 = 1.2。", ["k1=1.2", "x"], ["参数 k1 = 1.2 和 b = 0.75"])
     assert scores["contains"] == scores["evidence"] == 1.0
-    assert answers.score("k1", ["k1=1.2"], ["k1 = 1.25"])["evidence"] == 0.0  # "1.2" glued to "1.25" is not it
+    glued = answers_pipelines.score("k1", ["k1=1.2"], ["k1 = 1.25"])
+    assert glued["evidence"] == 0.0  # "1.2" glued to "1.25" is not it
 
 
 def test_a_missing_cmrc_file_stops_the_run_before_any_model_call(tmp_path, monkeypatch):
@@ -390,13 +392,13 @@ def test_where_the_seconds_go_splits_llama_cpps_timings_per_pipeline_and_skips_c
     rows = [row("a", 10.0, 6.0, 2.0, 500, 500), row("a", 12.0, 8.0, 2.0, 500, 250), row("b", 3.0, 1.0, 1.0, 100, 100)]
     noise = [rows[0] | {"s": 999.0, "error": "RuntimeError"}, rows[1] | {"s": 999.0, "copied_from": "local"},
              {"pipeline": "a", "s": 999.0, "prompt_tokens": 1, "completion_tokens": 1, "error": ""}]  # no timings
-    where = answers.where_seconds_go(rows + noise)
+    where = answers_summary.where_seconds_go(rows + noise)
     a = where["per pipeline"]["a"]
     assert a["runs"] == 2 and a["s (mean)"] == 11.0 and a["s reading the prompt"] == 7.0
     assert a["s generating"] == 2.0 and a["s rest"] == pytest.approx(2.0)
     assert a["prompt tokens read / counted"] == 0.75  # half of the second prompt came from llama.cpp's cache
     assert where["overall"] == {"runs": 3, "prompt tokens read per s": 850 / 15, "generated tokens per s": 30 / 5}
-    assert answers.where_seconds_go(noise) == {}  # nothing timed by llama.cpp: nothing to split
+    assert answers_summary.where_seconds_go(noise) == {}  # nothing timed by llama.cpp: nothing to split
 
 
 def test_the_local_models_own_timings_split_a_runs_seconds(offline_env):
@@ -406,14 +408,14 @@ def test_the_local_models_own_timings_split_a_runs_seconds(offline_env):
 
     llm = get_chat_model()
     graph = RunnableLambda(lambda state: {"answer": [llm.invoke(state["question"]) for _ in range(2)][-1].content})
-    answers.clear_prompt_cache(llm)
-    result, _ = answers.run_pipeline(graph, "1+1=? Reply with the number only.", ["2"], token_counter_for(llm),
-                                     lambda state: [], llm)
+    answers_pipelines.clear_prompt_cache(llm)
+    result, _ = answers_pipelines.run_pipeline(graph, "1+1=? Reply with the number only.", ["2"],
+                                               token_counter_for(llm), lambda state: [], llm)
     assert result["s_prompt"] > 0 and result["s_generate"] > 0 and result["prompt_tokens_read"] > 0
     assert result["s_prompt"] + result["s_generate"] <= result["s"]
     # the same prompt twice: the second is given again in full but read from llama.cpp's cache (all but its last
     # token), so more than a third of what was given was not read
     assert result["prompt_tokens_given"] - result["prompt_tokens_read"] > result["prompt_tokens_given"] / 3
-    assert answers.llama_timings(ReaderDouble()) is None  # any other model: no split, no error
+    assert answers_pipelines.llama_timings(ReaderDouble()) is None  # any other model: no split, no error
 
 
