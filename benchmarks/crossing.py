@@ -22,7 +22,7 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks import write_results
-from benchmarks.index import BATCH, K, Sweep, batch_lengths
+from benchmarks.index_sweep import BATCH, K, Sweep, batch_lengths
 from rag_lib.experiments.ann import clustered_vectors, create_vector_collection, exact_top_k, neighbour_recall
 from rag_lib.experiments.evaluation import percentile
 from rag_lib.experiments.results import format_table
