@@ -200,7 +200,7 @@ def in_other_language(rows: list[dict]) -> dict[str, float]:
             for name in ("translation", "hyde other language")}
 
 
-def main(argv: list[str]) -> None:
+def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks advanced", description=__doc__)
     parser.add_argument("--questions", type=Path, default=QUESTIONS,
                         help="question file (default data/crosslingual_questions.json)")
@@ -210,8 +210,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", default="advanced", help="results name under bench_results/")
     parser.add_argument("--reuse-replies", action="store_true",
                         help="reuse the replies and model seconds in bench_results/<out>.json (no model calls)")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def main(argv: list[str]) -> None:
+    args = parse_args(argv)
     items = load_questions(args.questions)[: args.limit]
     items = items if args.no_originals else with_originals(items)
     load_at_start = round(os.getloadavg()[0], 2)

@@ -24,8 +24,10 @@ from langchain_classic.retrievers import (
 from langchain_classic.retrievers.document_compressors import EmbeddingsFilter
 from langchain_community.retrievers import BM25Retriever
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.stores import InMemoryStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
+from pymilvus import MilvusClient
 from tqdm import tqdm  # text, also in notebooks: a saved progress widget shows nothing in most viewers
 
 from benchmarks import MEASURED_ANALYZER, write_results
@@ -175,17 +177,11 @@ def llm_pipelines(client, embeddings, dense: Retriever) -> dict[str, Search]:
     }
 
 
-def main(argv: list[str]) -> None:
-    parser = cmrc_parser("components", __doc__)
-    parser.add_argument("--llm-n", type=int, default=LLM_QUESTIONS, help="questions for the LLM pairs (0 = skip them)")
-    args = parser.parse_args(argv)
-    run, chunks, _ = cmrc_chunks(args, MEASURED_ANALYZER)  # --n: questions for the non-LLM pairs
-    data, questions, embeddings, client, folder = run.data, run.questions, run.embeddings, run.client, run.folder
-    lc_split = RecursiveCharacterTextSplitter(chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP).split_text
-    splitters = [splitter_stats(data, "RecursiveCharacterTextSplitter(300, 50), default separators", lc_split),
-                 splitter_stats(data, "rag_lib.chunking.recursive_split(300, 50)", recursive_split)]
-    load_collection(client, "cmrc_lc_chunks", split_rows(data, lc_split), embeddings, MEASURED_ANALYZER)
-    parent_lc, parent_course = parent_setup(client, data, embeddings, str(folder / "lc.db"))
+def retriever_pipelines(
+    client: MilvusClient, embeddings: Embeddings, chunks: list[dict], parent_lc: ParentDocumentRetriever,
+    parent_course: Retriever,
+) -> tuple[dict[str, Search], Retriever]:
+    """The non-LLM pipelines, LangChain's and rag_lib's, as searches; and the dense retriever the LLM pairs use."""
 
     def retriever(collection: str = "cmrc_chunks", **kwargs) -> Retriever:
         return Retriever(client=client, embeddings=embeddings, collection=collection, **{"k": CANDIDATES, **kwargs})
@@ -221,6 +217,30 @@ def main(argv: list[str]) -> None:
         "small_to_big(Retriever on children)": as_search(lambda q: small_to_big(parent_course, q)),
         "RecursiveCharacterTextSplitter defaults + hybrid": as_search(retriever("cmrc_lc_chunks")),
     }
+    return pipelines, dense
+
+
+def print_tables(rows: list[dict], pairs: list[dict], splitters: list[dict]) -> None:
+    """The pipelines, the LangChain / rag_lib pairs with their R@1 difference, the two splitters."""
+    print(format_table(rows), "\n")
+    print(format_table([{k: pair[k] for k in ("job", "langchain", "rag_lib", "questions", "R@1 diff")}
+                        | {"95% CI": "[{:+.3f}, {:+.3f}]".format(*pair["R@1 diff 95% CI"])} for pair in pairs]), "\n")
+    print(format_table(splitters))
+
+
+def main(argv: list[str]) -> None:
+    parser = cmrc_parser("components", __doc__)
+    parser.add_argument("--llm-n", type=int, default=LLM_QUESTIONS, help="questions for the LLM pairs (0 = skip them)")
+    args = parser.parse_args(argv)
+    run, chunks, _ = cmrc_chunks(args, MEASURED_ANALYZER)  # --n: questions for the non-LLM pairs
+    data, questions, embeddings, client, folder = run.data, run.questions, run.embeddings, run.client, run.folder
+    lc_split = RecursiveCharacterTextSplitter(chunk_size=CHUNK_SIZE, chunk_overlap=CHUNK_OVERLAP).split_text
+    splitters = [splitter_stats(data, "RecursiveCharacterTextSplitter(300, 50), default separators", lc_split),
+                 splitter_stats(data, "rag_lib.chunking.recursive_split(300, 50)", recursive_split)]
+    load_collection(client, "cmrc_lc_chunks", split_rows(data, lc_split), embeddings, MEASURED_ANALYZER)
+    parent_lc, parent_course = parent_setup(client, data, embeddings, str(folder / "lc.db"))
+
+    pipelines, dense = retriever_pipelines(client, embeddings, chunks, parent_lc, parent_course)
     runs = score(pipelines, questions, f"{len(pipelines)} pipelines per question")
     asked = [q for q in questions if q.text]
     llm_questions = random.Random(0).sample(asked, min(args.llm_n, len(asked)))
@@ -230,10 +250,7 @@ def main(argv: list[str]) -> None:
 
     rows = [summary(name, run) for name, run in runs.items()]
     pairs = [compare(job, lc, rl, runs) for job, lc, rl in PAIRS if lc in runs]
-    print(format_table(rows), "\n")
-    print(format_table([{k: pair[k] for k in ("job", "langchain", "rag_lib", "questions", "R@1 diff")}
-                        | {"95% CI": "[{:+.3f}, {:+.3f}]".format(*pair["R@1 diff 95% CI"])} for pair in pairs]), "\n")
-    print(format_table(splitters))
+    print_tables(rows, pairs, splitters)
     setup = {"questions": len(questions), "llm questions": len(llm_questions), "contexts": len(data.contexts),
              "candidates": CANDIDATES, "hyde max_tokens": HYDE_TOKENS, "bootstrap resamples": RESAMPLES,
              "min_similarity": E5_MIN_SIMILARITY, "dataset": dataset_label(args.cmrc),

@@ -208,10 +208,11 @@ def batched_latency(batches: dict[str, BatchSearch], questions: list, size: int 
     return {name: 1000 * s / len(texts) for name, s in seconds.items()}
 
 
-def main(argv: list[str]) -> None:
-    args = cmrc_parser("retrieval", __doc__).parse_args(argv)
-    run, chunks, vectors = cmrc_chunks(args)
-    data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
+def load_collections(
+    client: MilvusClient, embeddings: Embeddings, data: Dataset, chunks: list[dict],
+) -> tuple[list[dict], dict[str, BM25Encoder]]:
+    """Every collection the pipelines search (children, contexts, titles; jieba-only and client-BM25 copies of the
+    chunks, contexts and titles); returns the children and the BM25 encoder fitted per collection."""
     children = chunk_contexts(data, 120, 20)
     print(f"{len(data.contexts)} contexts -> {len(chunks)} chunks (300 chars), {len(children)} children (120 chars)")
     load_collection(client, "cmrc_children", children, embeddings)
@@ -223,6 +224,14 @@ def main(argv: list[str]) -> None:
         load_collection(client, f"{name}_jieba", rows, embeddings, JIEBA_ANALYZER_PARAMS)
         encoders[name] = BM25Encoder().fit([r["text"] for r in rows])
         create_collection(client, f"{name}_client", rows, encoders[name])
+    return children, encoders
+
+
+def pipelines_to_compare(
+    client: MilvusClient, embeddings: Embeddings, data: Dataset, chunks: list[dict], vectors: np.ndarray,
+    encoders: dict[str, BM25Encoder],
+) -> tuple[dict[str, Search], dict[str, BatchSearch]]:
+    """Every pipeline as a one-question search, and those with a batch API as a batched one."""
 
     def retriever(collection: str = "cmrc_chunks", **kwargs) -> Retriever:
         return Retriever(client=client, embeddings=embeddings, collection=collection, k=CANDIDATES, **kwargs)
@@ -237,38 +246,38 @@ def main(argv: list[str]) -> None:
         "hybrid weighted + similarity cutoff": retriever(**weighted, min_similarity=default_min_similarity()),
         "hybrid RRF + e5 rerank (two-stage)": retriever(ranker="model", reranker=EmbeddingReranker(embeddings)),
     }
-    children_retriever = retriever("cmrc_children", **weighted)
-    fused = ParentFusionRetriever(signals=fusion_signals(client, embeddings), k=CANDIDATES)
+    parents = {
+        PARENT_CHILD: retriever("cmrc_children", **weighted),
+        FUSED: ParentFusionRetriever(signals=fusion_signals(client, embeddings), k=CANDIDATES),
+        FUSED_CLIENT: ParentFusionRetriever(signals=client_bm25_signals(client, embeddings, encoders), k=CANDIDATES),
+        FUSED_COMPLETE: ParentFusionRetriever(signals=fusion_signals(client, embeddings, COMPLETE_CANDIDATES),
+                                              k=CANDIDATES, complete=True),
+    }
     client_bm25 = ClientBM25Search(client, "cmrc_chunks_client", encoders["cmrc_chunks"], CANDIDATES)
-    fused_client = ParentFusionRetriever(signals=client_bm25_signals(client, embeddings, encoders), k=CANDIDATES)
-    fused_complete = ParentFusionRetriever(signals=fusion_signals(client, embeddings, COMPLETE_CANDIDATES),
-                                           k=CANDIDATES, complete=True)
     pipelines: dict[str, Search] = {
         "peer: rank_bm25 (jieba), numpy": peer_bm25(chunks),
         "peer: dense e5, numpy brute force": peer_dense(chunks, vectors, embeddings),
         **{name: milvus_search(r) for name, r in milvus.items()},
         CLIENT_BM25: lambda q: milvus_batch(client_bm25)([q])[0],
-        PARENT_CHILD: with_parents(milvus_search(children_retriever), data.contexts),
-        FUSED: with_parents(milvus_search(fused), data.contexts),
-        FUSED_CLIENT: with_parents(milvus_search(fused_client), data.contexts),
-        FUSED_COMPLETE: with_parents(milvus_search(fused_complete), data.contexts),
+        **{name: with_parents(milvus_search(r), data.contexts) for name, r in parents.items()},
         FUSED_JIEBA: with_parents(milvus_search(ParentFusionRetriever(
             signals=fusion_signals(client, embeddings, bm25_suffix="_jieba"), k=CANDIDATES)), data.contexts),
         FUSED_WIDE: with_parents(milvus_search(ParentFusionRetriever(
             signals=fusion_signals(client, embeddings, WIDE_CANDIDATES), k=CANDIDATES)), data.contexts),
         ENSEMBLE: with_parents(milvus_search(ensemble(fusion_signals(client, embeddings))), data.contexts),
     }
-    rows, per_question = evaluate(pipelines, questions)
     batches: dict[str, BatchSearch] = {
         "peer: dense e5, numpy brute force": peer_dense_batch(chunks, vectors, embeddings),
         **{name: milvus_batch(r) for name, r in milvus.items()},
         CLIENT_BM25: milvus_batch(client_bm25),
-        PARENT_CHILD: milvus_batch(children_retriever),
-        FUSED: milvus_batch(fused),
-        FUSED_CLIENT: milvus_batch(fused_client),
-        FUSED_COMPLETE: milvus_batch(fused_complete),
+        **{name: milvus_batch(r) for name, r in parents.items()},
     }
-    batched = batched_latency(batches, questions)
+    return pipelines, batches
+
+
+def add_peer_ratios(rows: list[dict], batched: dict[str, float]) -> None:
+    """Each row's R@1 and p50 against its peer (rank_bm25 for the sparse ones, numpy dense for the rest) and its
+    batched latency."""
     by_name = {row["pipeline"]: row for row in rows}
     sparse = {"peer: rank_bm25 (jieba), numpy", BM25, BM25_JIEBA, CLIENT_BM25}  # compared with rank_bm25
     for row in rows:
@@ -279,17 +288,32 @@ def main(argv: list[str]) -> None:
         # None: not run batched (rank_bm25 and EnsembleRetriever have no batch API; the two fusion variants are
         # only scored)
         row[f"batched ms/q ({BATCH} per call)"] = batched.get(row["pipeline"])
-    client.close()
-    print(format_table(rows))
+
+
+def per_context_fusion(per_question: dict, questions: list, data: Dataset) -> dict:
+    """The fusion pipelines on all questions and on half B, held out from the half their weights were chosen on."""
     half = half_a(list(data.contexts))
     compared = [FUSED, FUSED_COMPLETE, FUSED_JIEBA, FUSED_WIDE, FUSED_CLIENT, ENSEMBLE, PARENT_CHILD,
                 "hybrid weighted 0.6 dense / 0.4 BM25, min-max"]
-    fusion = {
+    return {
         "weights": FUSION_WEIGHTS, "signal candidates": SIGNAL_CANDIDATES,
         "weights chosen on": "half A (bench ceiling)", "complete: rows per search": COMPLETE_CANDIDATES,
         "all": held_out(per_question, np.ones(len(questions), dtype=bool), compared),
         "half B (held out)": held_out(per_question, np.array([q.context_id not in half for q in questions]), compared),
     }
+
+
+def main(argv: list[str]) -> None:
+    args = cmrc_parser("retrieval", __doc__).parse_args(argv)
+    run, chunks, vectors = cmrc_chunks(args)
+    data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
+    children, encoders = load_collections(client, embeddings, data, chunks)
+    pipelines, batches = pipelines_to_compare(client, embeddings, data, chunks, vectors, encoders)
+    rows, per_question = evaluate(pipelines, questions)
+    add_peer_ratios(rows, batched_latency(batches, questions))
+    client.close()
+    print(format_table(rows))
+    fusion = per_context_fusion(per_question, questions, data)
     print(format_table([{"pipeline": n, **{k: v for k, v in r.items() if "CI" not in k}}
                         for n, r in fusion["half B (held out)"].items()]))
     meta = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks),
