@@ -155,6 +155,18 @@ def index_upload(client: MilvusClient, collection: str, rows: list[dict], target
         raise
 
 
+def refused_name(upload_dir: Path, base: str) -> str:
+    """Why `base` cannot be saved in the (resolved) `upload_dir`: too long for its file system, or pointing outside
+    it; "" when it can."""
+    size = len(base.encode())
+    if size > name_limit(upload_dir):
+        return (f"{base}: the name is {size} bytes, over the {name_limit(upload_dir)} the upload folder takes; rename "
+                "the file shorter")
+    if (upload_dir / base).resolve().parent != upload_dir:  # e.g. an existing symlink pointing elsewhere
+        return f"{base}: this name points outside the upload folder"
+    return ""
+
+
 def save_document(
     client: MilvusClient,
     embeddings: Embeddings,
@@ -170,13 +182,11 @@ def save_document(
         base, text = check_upload(name, data)
     except UploadError as error:
         return Saved(shown_name(Path(name.replace("\\", "/")).name or name), "error", message=str(error))
-    upload_dir, size = Path(upload_dir).resolve(), len(base.encode())
-    if size > name_limit(upload_dir):
-        return Saved(base, "error", message=f"{base}: the name is {size} bytes, over the {name_limit(upload_dir)} "
-                     "the upload folder takes; rename the file shorter")
+    upload_dir = Path(upload_dir).resolve()
+    refused = refused_name(upload_dir, base)
+    if refused:
+        return Saved(base, "error", message=refused)
     target = upload_dir / base
-    if target.resolve().parent != upload_dir:  # e.g. an existing symlink pointing elsewhere
-        return Saved(base, "error", message=f"{base}: this name points outside the upload folder")
     digest = file_digest(data)
     duplicate = find_duplicate(client, collection, digest)
     if duplicate:
