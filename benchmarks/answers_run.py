@@ -112,6 +112,7 @@ class PipelineRunner:
         self.indexed: dict[str, dict[str, Callable[[dict], Runnable]]] = {}
 
     def graph(self, q: dict, setting: str, pipeline: str, bar: tqdm) -> Runnable:
+        """The pipeline's graph for question `q`, bound to its runtime context."""
         if pipeline in INDEX_FREE:
             return self.free[pipeline](q)
         if setting not in self.indexed:
@@ -120,6 +121,7 @@ class PipelineRunner:
         return self.indexed[setting][pipeline](q)
 
     def row(self, q: dict, setting: str, pipeline: str, where: dict, bar: tqdm) -> dict:
+        """One run from an empty prompt cache: the row with its scores, usage, details and the machine's load."""
         graph = self.graph(q, setting, pipeline, bar)
         clear_prompt_cache(self.llm)
         result, state = run_pipeline(graph, q["question"], q["golds"], self.count, CONTEXT_OF[pipeline], self.llm)
