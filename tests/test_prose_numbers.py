@@ -1468,3 +1468,36 @@ def test_benchmark_answer_tables_are_the_json() -> None:
     missing = [line for line in answer_table_lines() if line not in prose(BENCHMARKS)]
     rerun = "run python -m rag_lib.experiments.leaderboard"
     assert not missing, f"rows not in docs/benchmarks.md ({rerun}):\n" + "\n".join(missing)
+
+
+# Notebook 14: its takeaways are formatted from the leaderboard's rows in a code cell; the numbers left in its
+# markdown are checked here against its outputs and the JSON.
+N14 = "14_technique_leaderboard"
+COMPLETE_14 = ("per-context fusion", "all", "per-context fusion, every candidate scored by every search")
+
+
+def complete_vs_fusion(*end: int) -> Value:
+    """The fully scored fusion minus the plain fusion on the trial questions (retrieval.json stores the reverse)."""
+    if not end:
+        return bench("retrieval", *COMPLETE_14, "fused - this, R@1", scale=-1)
+    return bench("retrieval", *COMPLETE_14, "fused - this, R@1 95% CI", 1 - end[0], scale=-1)
+
+
+def p50_14(pipeline: str) -> Value:
+    return bench("retrieval", "pipelines", {"pipeline": pipeline}, "p50 ms")
+
+
+CLAIMS += [
+    Claim(N14, r"about 3/n: (\d+)% for 23 questions", derived("the rule of three, 3/23", lambda: 300 / 23)),
+    Claim(N14, r"accepts the local passages \((\d+) of the", output(N14, 12, r"graded correct\s+(\d+) answers")),
+    Claim(N14, r"a median of (\d+) prompt\s+tokens", output(N14, 12, r"graded correct\s+\d+ answers, median\s+(\d+)")),
+    Claim(N14, r"against plain RAG's (\d+), and", output(N14, 12, r"plain RAG\s+\d+ answers, median\s+(\d+)")),
+    Claim(N14, r"no measurable\s+difference from plain RAG on (\d+) questions",
+          output(N14, 12, r"CRAG - plain RAG, (\d+) questions")),
+    *interval_claims(N14, r"the best pipeline, ", lambda key, *end: complete_vs_fusion(*end), "diff", sep=r" \["),
+    Claim(N14, r"measurable difference on\s+([\d,]+) questions", output(N14, 14, r"([\d,]+) questions on")),
+    Claim(N14, r"parent-child is the cheapest of them \((\d+) ms", p50_14("parent-child: 120-char children -> context")),
+    Claim(N14, r"ms per query against (\d+) and", p50_14("per-context fusion: children + chunks + contexts + titles")),
+    Claim(N14, r"against \d+ and (\d+) ms in the", p50_14(COMPLETE_14[-1])),
+    Claim(N14, r"Corrective RAG gains \+([.\d]+) F1 over plain RAG", answers_pair("split", CRAG_PAIR, "F1 diff")),
+]
