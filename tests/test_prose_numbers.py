@@ -1038,10 +1038,9 @@ CLAIMS: list[Claim] = [
     Claim(N10, r"on only \d+ of the (\d+) web questions",
           bench("agent", "qwen-local", "choice_constrained", "summary", "web", "n")),
     # ---- 13 the app
-    Claim(N13, r"about (\d+) s of cells in the committed run", cell_seconds(N13), rel=0.5),
     Claim(N08, r"about (\d+) s on a 2-core CPU", cell_seconds(N08), rel=0.5),
     Claim(N09, r"about (\d+) minutes on a 2-core CPU", minutes(N09), rel=0.5),
-    Claim(N13, r"about (\d+) minutes \(about", minutes(N13), rel=0.5),
+    Claim(N13, r"about (\d+) minutes on a 2-core", minutes(N13), rel=0.5),
     Claim(N13, r"The router sends (\d+) of them", derived(
         f"{N13} cell 4 output, rows of the examples table",
         lambda: len(re.findall(r"(?m)^\d+\s+(?:save_then_retrieve|save|retrieve|unknown)\s*$", output_text(N13, 6))))),
@@ -1059,9 +1058,9 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"per action, (\d+) of them in Chinese", derived("data/router_requests.json, requests with Chinese text",
           lambda: sum(has_cjk(r["request"])
                       for r in json.loads((ROOT / "data" / "router_requests.json").read_text(encoding="utf-8"))))),
-    Claim(N13, r"the 1.5B model alone routed (\d+) of \d+ labelled",
+    Claim(N13, r"the 1.5B model\s+alone routed (\d+) of \d+ labelled",
           bench("router", "local", "accuracy model", "all", "correct")),
-    Claim(N13, r"the 1.5B model alone routed \d+ of (\d+) labelled", bench("router", "local", "requests")),
+    Claim(N13, r"the 1.5B model\s+alone routed \d+ of (\d+) labelled", bench("router", "local", "requests")),
     Claim(N13, r"labelled requests\s+right \[(\d+)%, \d+%\]",
           bench("router", "local", "accuracy model", "all", "95% CI", 0, scale=100)),
     Claim(N13, r"labelled requests\s+right \[\d+%, (\d+)%\]",
