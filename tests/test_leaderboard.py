@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rag_lib.experiments import leaderboard as lb
@@ -72,8 +73,25 @@ def test_answer_costs_come_from_the_run_the_differences_come_from() -> None:
 def test_agent_row_gives_the_questions_crag_was_not_tuned_on() -> None:
     held_out, bounds, n = lb.agent_pair(held_out=True)
     assert 0 < n < lb.agent_pair()[2]
-    assert f"the {n} questions Corrective RAG was not tuned on: {lb.interval(held_out, bounds, 2)}" in row(
+    kinds = lb.agent_held_out_kinds()
+    assert sum(int(part.split()[0]) for part in kinds.split(", ")) == n  # every held-out question has its kind named
+    assert f"the {n} questions Corrective RAG was not tuned on ({kinds}): {lb.interval(held_out, bounds, 2)}" in row(
         "tool-calling agent (create_agent, constrained steps)").elsewhere
+
+
+def test_condense_row_gives_the_above_cutoff_comparison_from_chat_json() -> None:
+    written = next(r for r in bench("chat")["retrieval"] if r["query"] == "as written")
+    kept = lb.interval(written["condensed minus this, kept"], written["condensed minus this, kept 95% CI"])
+    assert row("rewrite: condense a follow-up from the earlier turns").elsewhere.endswith(kept)
+
+
+def test_extractive_row_cost_compares_medians_on_the_same_questions() -> None:
+    rows = [json.loads(line) for line in (ROOT / "bench_results" / "answers_runs" / "local.jsonl").open()]
+    generated = {r["id"]: r["s"] for r in rows if r["pipeline"] == "rag" and not r.get("error")}
+    extractive = [r["s"] for r in rows if r["pipeline"] == "rag_extractive" and r["id"] in generated]
+    assert len(extractive) == len(generated) == 20
+    cost = row("extractive answers (copy a span, verify, cite)").cost
+    assert f"{np.median(extractive):.1f} vs {np.median(list(generated.values())):.1f} s/answer" in cost
 
 
 def test_point_only_rows_say_so() -> None:
