@@ -1,11 +1,11 @@
 """The copyable core stays small: its line total, its largest module and its longest function have ceilings; the
-benchmarks and the app keep the same two ceilings per module and per function.
+benchmarks, the app and the experiments keep the same two ceilings per module and per function.
 
 The core is rag_lib/ without app/ and experiments/ (the layers tests/test_imports.py keeps apart). The targets are
 4,500 lines in all, 400 a module and 50 a function; CORE_LINES is the total reached so far (within the target):
 lower it as the core shrinks; raise it only in a commit that names the behaviour the new lines add.
-MODULE_LINES and FUNCTION_LINES also hold every module of the folders in LIMITED_FOLDERS (benchmarks/ and
-rag_lib/app/; one line adds a folder); the line total is the core's alone."""
+MODULE_LINES and FUNCTION_LINES also hold every module of the folders in LIMITED_FOLDERS (benchmarks/,
+rag_lib/app/ and rag_lib/experiments/; one line adds a folder); the line total is the core's alone."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ FUNCTION_LINES = 50
 LIMITED_FOLDERS = (
     ROOT / "benchmarks",
     PACKAGE / "app",
+    PACKAGE / "experiments",
 )
 
 

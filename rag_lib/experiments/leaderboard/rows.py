@@ -1,0 +1,358 @@
+"""The technique leaderboard: one row per technique, from the committed JSON, and the README's tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rag_lib.experiments.leaderboard.numbers import (
+    agent_held_out_kinds,
+    agent_pair,
+    answer_pair,
+    calls,
+    condense_pair,
+    interval,
+    joined,
+    matched_medians,
+    ms,
+    paired,
+    pick,
+    results,
+    signed,
+    table,
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One technique: what it buys over the baseline it replaces, what it costs, where that was measured."""
+
+    family: str  # "retrieval", "query" or "answer"
+    technique: str
+    baseline: str
+    metric: str
+    diff: float
+    ci: tuple[float, float] | None  # None: the JSON holds point values only
+    cost: str
+    data: str
+    tuned: str  # what was chosen looking at `data`
+    source: str
+    digits: int = 3
+    elsewhere: str = ""  # the same comparison on data no choice was made on (dev split, other questions)
+    n: int = 0  # questions paired (0: not recorded)
+
+    def quality(self) -> str:
+        """The difference as the table writes it."""
+        if self.ci is None:
+            return f"{signed(self.diff, self.digits)} (point values only)"
+        return paired(self.diff, self.ci, self.n, self.digits) if self.n else interval(self.diff, self.ci, self.digits)
+
+    @property
+    def tuning(self) -> str:
+        """What was tuned on the data, then how the comparison came out elsewhere."""
+        return joined(self.tuned, self.elsewhere)
+
+
+def retrieval_pipeline(name: str, file: str = "retrieval") -> dict:
+    """One pipeline's row in bench_results/retrieval.json (or retrieval_dev.json)."""
+    return pick(results(file)["pipelines"], pipeline=name)
+
+
+def fusion_vs(name: str, part: str = "all", file: str = "retrieval") -> tuple[float, tuple]:
+    """Per-context fusion minus `name`, R@1, paired (the retrieval benchmark's fusion section)."""
+    row = results(file)["per-context fusion"][part][name]
+    return row["fused - this, R@1"], tuple(row["fused - this, R@1 95% CI"])
+
+
+def negated(pair: tuple[float, tuple]) -> tuple[float, tuple[float, float]]:
+    """The same paired difference the other way round (the percentile interval flips with it)."""
+    value, (low, high) = pair
+    return -value, (-high, -low)
+
+
+def fusion_knob(name: str) -> tuple[float, tuple]:
+    """A pipeline of bench_results/fusion.json minus the default (hybrid RRF k=60), R@1, paired."""
+    row = pick(results("fusion")["pipelines"], pipeline=name)
+    return row["R@1 - default"], tuple(row["95% CI"])
+
+
+BM25, BM25_JIEBA, DENSE = "Milvus BM25 (jieba + stop filter)", "Milvus BM25 (jieba alone)", "Milvus dense HNSW"
+
+
+RRF, WEIGHTED = "hybrid RRF(60)", "hybrid weighted 0.6 dense / 0.4 BM25, min-max"
+
+
+CUTOFF, RERANK = "hybrid weighted + similarity cutoff", "hybrid RRF + e5 rerank (two-stage)"
+
+
+CLIENT = "Milvus client-side BM25 (rank_bm25 weights, sparse IP)"
+
+
+PARENT = "parent-child: 120-char children -> context"
+
+
+FUSED = "per-context fusion: children + chunks + contexts + titles"
+
+
+COMPLETE = "per-context fusion, every candidate scored by every search"
+
+
+ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
+
+
+TRIAL = "CMRC trial, 1,002 questions"
+
+
+NOT_TUNED = "nothing tuned"
+
+
+def point(file: str, name: str, baseline: str, metric: str = "R@1") -> float:
+    """The difference of two pipelines' point values in a retrieval JSON."""
+    return retrieval_pipeline(name, file)[metric] - retrieval_pipeline(baseline, file)[metric]
+
+
+def p50(name: str) -> str:
+    """`23 ms/q` for a pipeline of bench_results/retrieval.json."""
+    return f"{ms(retrieval_pipeline(name)['p50 ms'])} ms/q"
+
+
+def dev_point(name: str, baseline: str) -> str:
+    """The same comparison on the held-out CMRC dev sample, point values."""
+    return f"dev: {signed(point('retrieval_dev', name, baseline))} (point values)"
+
+
+def dev_pair(pair: tuple[float, tuple]) -> str:
+    """A paired difference on the held-out CMRC dev sample."""
+    return f"dev: {interval(*pair)}"
+
+
+def lite_row(file: str, name: str) -> dict:
+    """One row of the segments study in bench_results/lite.json or lite_dev.json."""
+    return pick(results(file)["segments"]["pipelines"], pipeline=name)
+
+
+def embedding_speedup() -> float:
+    """How many times more chunks per second USE embeds than e5 (embeddings.json)."""
+    speed = {m["model"].split()[0]: m["chunks/s"] for m in results("embeddings")["indexing"]["models"]}
+    return speed["USE"] / speed["e5"]
+
+
+def search_rows() -> list[Row]:
+    """Sparse, dense and hybrid search and their fusions (CMRC trial, recall@1)."""
+    stop, stop_dev = (lite_row(f, "BM25, flushed once, stop filter") for f in ("lite", "lite_dev"))
+    rrf = negated(fusion_knob("weighted, dense share 1.0"))
+    course, best = fusion_knob("weighted, dense share 0.6"), fusion_knob("weighted, dense share 0.5")
+    use = pick(results("embeddings")["differences"], pipeline="e5 + USE + BM25, weighted equal")
+    return [
+        Row("retrieval", "BM25 with a stop-word filter (punctuation, particles)", "BM25, jieba alone", "R@1",
+            stop["R@1 - flushed once"], tuple(stop["95% CI"]),
+            f"{ms(stop['p50 ms'])} vs {ms(lite_row('lite', 'BM25, flushed once')['p50 ms'])} ms/q", TRIAL,
+            "stop words fixed by hand", "lite.json, lite_dev.json",
+            elsewhere=dev_pair((stop_dev["R@1 - flushed once"], stop_dev["95% CI"]))),
+        Row("retrieval", "hybrid RRF (dense + BM25)", "dense e5 alone", "R@1", *rrf,
+            f"{p50(RRF)} vs {p50(DENSE)}", TRIAL + " (BM25 jieba alone)", "k=60, untuned",
+            "fusion.json, retrieval.json", elsewhere=dev_point(RRF, DENSE)),
+        Row("retrieval", "weighted min-max fusion, dense share .6", "hybrid RRF", "R@1", *course,
+            f"{p50(WEIGHTED)} vs {p50(RRF)}", TRIAL + " (BM25 jieba alone)",
+            f"share chosen on these questions (the best here, .5: {interval(*best)})",
+            "fusion.json, retrieval_dev.json",
+            elsewhere=dev_point(WEIGHTED, RRF)),
+        Row("retrieval", "client-side BM25 (rank_bm25 weights in a sparse field)", "Milvus BM25 function", "R@1",
+            point("retrieval", CLIENT, BM25), None, f"{p50(CLIENT)} vs {p50(BM25)}", TRIAL, NOT_TUNED,
+            "retrieval.json, retrieval_dev.json", elsewhere=dev_point(CLIENT, BM25)),
+        Row("retrieval", "a second embedding model (USE) in the hybrid", "e5 + BM25, weighted .6/.4", "R@1",
+            use["R@1 diff"], tuple(use["R@1 diff 95% CI"]), f"USE embeds {embedding_speedup():.0f}x faster than e5",
+            TRIAL + " (BM25 jieba alone)", NOT_TUNED, "embeddings.json"),
+    ]
+
+
+def structure_rows() -> list[Row]:
+    """Chunking, parent-child, per-context fusion, reranking and the cutoff (CMRC trial, recall@1)."""
+    chunking = pick(results("components")["pairs"], job="chunking 300/50")
+    complete_half_b = negated(fusion_vs(COMPLETE, part="half B (held out)"))
+    return [
+        Row("retrieval", "chunking: LangChain RecursiveCharacterTextSplitter defaults",
+            "recursive_split with Chinese separators", "R@1", chunking["R@1 diff"],
+            tuple(chunking["R@1 diff 95% CI"]),
+            f"{ms(chunking['p50 ms langchain'])} vs {ms(chunking['p50 ms rag_lib'])} ms/q (loaded machine)",
+            TRIAL + " (BM25 jieba alone)", NOT_TUNED, "components.json"),
+        Row("retrieval", "reranking: e5 re-scorer (two-stage)", "hybrid RRF", "R@1", point("retrieval", RERANK, RRF),
+            None, f"{p50(RERANK)} vs {p50(RRF)}", TRIAL, NOT_TUNED, "retrieval.json"),
+        Row("retrieval", "similarity cutoff 0.86", "hybrid weighted .6/.4", "R@1", point("retrieval", CUTOFF, WEIGHTED),
+            None, f"{p50(CUTOFF)} vs {p50(WEIGHTED)}", TRIAL,
+            "cutoff calibrated on the course's sample questions (notebook 00)", "retrieval.json"),
+        Row("retrieval", "parent-child (120-char children, whole context)", "hybrid weighted .6/.4", "R@1",
+            point("retrieval", PARENT, WEIGHTED), None, f"{p50(PARENT)} vs {p50(WEIGHTED)}", TRIAL,
+            "child size chosen on trial", "retrieval.json, retrieval_dev.json",
+            elsewhere=dev_point(PARENT, WEIGHTED)),
+        Row("retrieval", "per-context fusion (five searches)", "parent-child", "R@1", *fusion_vs(PARENT),
+            f"{p50(FUSED)} vs {p50(PARENT)}", TRIAL, "weights chosen on half of the trial paragraphs",
+            "retrieval.json, retrieval_dev.json", elsewhere=dev_pair(fusion_vs(PARENT, file="retrieval_dev"))),
+        Row("retrieval", "per-context fusion, every candidate scored", "per-context fusion", "R@1",
+            *negated(fusion_vs(COMPLETE)), f"{p50(COMPLETE)} vs {p50(FUSED)}", TRIAL,
+            "score scaling chosen on trial", "retrieval.json, retrieval_dev.json",
+            elsewhere=f"trial half not used for the weights: {interval(*complete_half_b)}; "
+            + dev_pair(negated(fusion_vs(COMPLETE, file="retrieval_dev")))),
+        Row("retrieval", "LangChain EnsembleRetriever of the same searches", "per-context fusion", "R@1",
+            *negated(fusion_vs(ENSEMBLE)), f"{p50(ENSEMBLE)} vs {p50(FUSED)}", TRIAL, NOT_TUNED,
+            "retrieval.json, retrieval_dev.json",
+            elsewhere=dev_pair(negated(fusion_vs(ENSEMBLE, file="retrieval_dev")))),
+    ]
+
+
+ADVANCED_BASE = "baseline: hybrid RRF"
+
+
+CROSS, WRITTEN = "translated + hard", "sample as written"
+
+
+def advanced(name: str, group: str = CROSS) -> dict:
+    """One transform on one question set of bench_results/advanced.json."""
+    return pick(results("advanced")["summary"], pipeline=name, set=group)
+
+
+def transform_row(technique: str, name: str) -> Row:
+    """A query transform against hybrid search on the question, on the cross-lingual and hard questions."""
+    row, written = advanced(name), advanced(name, WRITTEN)
+    return Row("query", technique, "hybrid RRF on the question", "recall@3", row["recall@3 diff"],
+               tuple(row["recall@3 diff 95% CI"]), f"{calls(row['LLM calls'])}, {row['seconds']:.1f} s/q",
+               f"{row['questions']} cross-lingual or vague questions", NOT_TUNED, "advanced.json",
+               elsewhere=f"{written['questions']} questions as written: "
+               f"{paired(written['recall@3 diff'], written['recall@3 diff 95% CI'], written['questions'])}")
+
+
+def query_rows() -> list[Row]:
+    """Query transforms (advanced.json) and condensing a follow-up (chat.json)."""
+    condensed, bounds, n = condense_pair()
+    chat = results("chat")["answers"]
+    written = pick(results("chat")["retrieval"], query="as written")
+    kept, kept_bounds = written["condensed minus this, kept"], written["condensed minus this, kept 95% CI"]
+    return [
+        transform_row("translation alone", "translation"),
+        transform_row("question + translation (union)", "question + translation (union)"),
+        transform_row("multi-query (question, translation, 2 wordings)",
+                      "multi-query (question, translation, 2 wordings)"),
+        transform_row("HyDE, passage in the other language", "HyDE (passage in the other language)"),
+        transform_row("HyDE, passage in the question's language", "HyDE (passage in the question's language)"),
+        transform_row("node groups (LLM summaries, keywords, QA pairs)", "node groups"),
+        transform_row("multi-path (dense + BM25 + node groups)", "multi-path (dense + BM25 + node groups)"),
+        Row("query", "rewrite: condense a follow-up from the earlier turns", "the follow-up as written", "hit@1",
+            condensed, bounds, f"1 LLM call; {chat['median s, follow-up (condense + answer)']:.1f} s per follow-up "
+            f"answer vs {chat['median s, first turn']:.1f} s for a first turn",
+            f"{n} two-turn conversations, no similarity cutoff", NOT_TUNED, "chat.json",
+            elsewhere=f"the gold file kept above the app's cutoff: {interval(kept, kept_bounds)}", n=n),
+    ]
+
+
+def summary_row(pipeline: str, setting: str = "local") -> dict:
+    """One pipeline's summary in bench_results/answers.json (all questions of a setting)."""
+    return pick(results("answers")["cmrc"]["summary"], setting=setting, pipeline=pipeline, **{"context in": "all"})
+
+
+def answers_paired(comparison: str, setting: str = "local") -> dict:
+    """One paired comparison in bench_results/answers.json (all questions of a setting)."""
+    return pick(results("answers")["cmrc"]["paired"], setting=setting, comparison=comparison,
+                **{"context in": "all"})
+
+
+def answer_cost(pipeline: str, setting: str = "local") -> str:
+    """`1.6 LLM calls, 8.4 s/answer` (mean calls, median seconds) from the answer benchmark, the run the differences
+    come from."""
+    row = summary_row(pipeline, setting)
+    return f"{calls(row['LLM calls'], 1)}, {row['s p50']:.1f} s/answer"
+
+
+def paired_answer_row(technique: str, comparison: str, baseline: str, tuned: str, elsewhere: str = "") -> Row:
+    """An answer pipeline against plain RAG on the local setting (answers.json's paired table), then the split
+    setting (half of the paragraphs only in the offline web corpus)."""
+    local, split = answers_paired(comparison), answers_paired(comparison, "split")
+    pipeline = comparison.split(" - ")[0]
+    split_text = f"split setting: {interval(split['F1 diff'], split['F1 diff ci'], 2)}"
+    return Row("answer", technique, baseline, "F1", local["F1 diff"], tuple(local["F1 diff ci"]),
+               answer_cost(pipeline), f"{local['n']} CMRC trial questions, every context indexed", tuned,
+               "answers.json", 2, joined(elsewhere, split_text))
+
+
+def answer_rows() -> list[Row]:
+    """Answer pipelines on CMRC (answers.json and its per-question rows), two-hop questions and the agent."""
+    rag, rag_bounds, n = answer_pair("local", "rag_extractive", "llm_only")
+    extractive = answers_paired("rag_extractive - rag")
+    gold = answers_paired("gold - rag_extractive")
+    hop = pick(results("multihop")["paired"], comparison="judge_extractive - rag_extractive", questions="all")
+    agent, agent_bounds, agent_n = agent_pair()
+    unseen, unseen_bounds, unseen_n = agent_pair(held_out=True)
+    server, server_bounds, _ = agent_pair("qwen-local")
+    agent_s = results("agent")["local"]["compare"]["summary"]
+    extractive_s, generated_s = matched_medians("local", "rag_extractive", "rag")
+    return [
+        Row("answer", "plain RAG: hybrid retrieval, k=3, extractive answer", "the model alone (no retrieval)", "F1",
+            rag, rag_bounds, answer_cost("rag_extractive"), f"{n} CMRC trial questions, every context indexed",
+            f"{NOT_TUNED} (cutoff from notebook 00)", "answers_runs/local.jsonl", 2),
+        Row("answer", "extractive answers (copy a span, verify, cite)", "generated answers (plain RAG)", "F1",
+            extractive["F1 diff"], tuple(extractive["F1 diff ci"]),
+            f"{calls(summary_row('rag')['LLM calls'], 1)}, {extractive_s:.1f} vs {generated_s:.1f} s/answer "
+            "(the same questions)",
+            f"{extractive['n']} CMRC trial questions", NOT_TUNED, "answers.json", 2),
+        paired_answer_row("Corrective RAG (grade, rewrite, web search)", "crag_extractive - rag_extractive",
+                          "plain RAG", "grader prompt written on data/ passages"),
+        paired_answer_row("RAG with a judge (follow-up searches)", "judge_extractive - rag_extractive", "plain RAG",
+                          NOT_TUNED, f"two-hop questions: {interval(hop['F1 diff'], hop['F1 diff ci'], 2)}"),
+        Row("answer", "gold context (the bound: perfect retrieval)", "plain RAG", "F1", gold["F1 diff"],
+            tuple(gold["F1 diff ci"]), answer_cost("gold"), f"{gold['n']} CMRC trial questions", NOT_TUNED,
+            "answers.json", 2),
+        Row("answer", "tool-calling agent (create_agent, constrained steps)", "Corrective RAG", "answer holds gold",
+            agent, agent_bounds, f"{calls(agent_s['agent']['mean_llm_calls'], 2)}, "
+            f"{agent_s['agent']['median_s']:.1f} vs {agent_s['crag']['median_s']:.1f} s/answer",
+            f"{agent_n} course questions (docs, web, none)",
+            "Corrective RAG's cutoff was calibrated on the documents questions (notebook 10)", "agent.json", 2,
+            f"the {unseen_n} questions Corrective RAG was not tuned on ({agent_held_out_kinds()}): "
+            f"{interval(unseen, unseen_bounds, 2)}; "
+            f"through the server (all {agent_n}): {interval(server, server_bounds, 2)}"),
+    ]
+
+
+def leaderboard() -> list[Row]:
+    """Every technique of the course, family by family."""
+    return search_rows() + structure_rows() + query_rows() + answer_rows()
+
+
+LEADERBOARD_HEADER = ["technique", "replaces", "metric", "difference [95% CI]", "cost", "measured on",
+                      "tuned on / held out", "JSON"]
+
+
+def leaderboard_table(rows: list[Row] | None = None) -> str:
+    """The leaderboard as a markdown table."""
+    rows = leaderboard() if rows is None else rows
+    return table(LEADERBOARD_HEADER, [[r.technique, r.baseline, r.metric, r.quality(), r.cost, r.data, r.tuning,
+                                       f"`{r.source}`"] for r in rows])
+
+
+SUMMARY = ("hybrid RRF (dense + BM25)", "parent-child (120-char children, whole context)",
+           "per-context fusion (five searches)", "question + translation (union)",
+           "HyDE, passage in the question's language", "plain RAG: hybrid retrieval, k=3, extractive answer",
+           "Corrective RAG (grade, rewrite, web search)", "RAG with a judge (follow-up searches)",
+           "tool-calling agent (create_agent, constrained steps)")
+
+
+def summary_table() -> str:
+    """The README's short table: a few leaderboard rows, quality and cost only."""
+    rows = [r for r in leaderboard() if r.technique in SUMMARY]
+    return table(["technique", "replaces", "difference [95% CI]", "cost"],
+                 [[r.technique, r.baseline, f"{r.metric} {r.quality()}", r.cost] for r in rows])
+
+
+def speed_summary() -> str:
+    """The README's paragraph on answer speed: each pipeline's median against its target (answer_speed.json)."""
+    data = results("answer_speed")
+    setup, rows = data["setup"], {r["pipeline"]: r for r in data["pipelines"]}
+    names = {"rag_extractive": "plain RAG", "crag_extractive": "Corrective RAG", "judge_extractive": "the judge"}
+    parts = [f"{label} {rows[p]['s p50']:.1f} s [{rows[p]['s p50 ci'][0]:.1f}, {rows[p]['s p50 ci'][1]:.1f}] "
+             f"against {rows[p]['target s']:.0f} s ({rows[p]['target']})" for p, label in names.items() if p in rows]
+    plain, rates = rows["rag_extractive"], setup["llama.cpp rates over the rows"]
+    return (f"**Answer speed** ({setup['build']} build, {setup['questions']} CMRC questions side by side, "
+            f"`bench_results/answer_speed.json`; median seconds per answer [95% CI]): {'; '.join(parts)}. Reading the "
+            f"prompt is where the time goes: plain RAG reads {plain['prompt tokens read p50']:.0f} tokens "
+            f"({plain['s reading the prompt p50']:.1f} s of its {plain['s p50']:.1f} s) at "
+            f"{rates['prompt tokens read per s']:.0f} tokens/s on one thread, and the judge also writes "
+            f"{rows['judge_extractive']['generated tokens p50']:.0f} tokens (grades, follow-ups, answer) at "
+            f"{rates['generated tokens per s']:.1f} tokens/s. A shorter prompt (two passages) did not measurably help "
+            "(docs/benchmarks.md, Answer speed).")
