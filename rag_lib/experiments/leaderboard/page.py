@@ -18,6 +18,7 @@ from rag_lib.experiments.leaderboard.page_retrieval import (
     components_section,
     embeddings_section,
     fusion_section,
+    indexing_section,
     lite_section,
     retrieval_section,
 )
@@ -97,7 +98,8 @@ def pareto_section() -> str:
 
 SECTIONS: tuple[Callable[[], str], ...] = (
     intro, leaderboard_section, pareto_section, setup_section, answer_speed_section, retrieval_section, lite_section,
-    ceiling_section, fusion_section, embeddings_section, components_section, ann_section, advanced_section,
+    ceiling_section, fusion_section, embeddings_section, components_section, indexing_section, ann_section,
+    advanced_section,
     answers_section, multihop_section, agent_section, conversation_section, durability_section)
 
 
