@@ -199,17 +199,15 @@ def advanced_section() -> str:
                "s per question"], rows))
 
 
-INDEXING_STEPS = ("first index", "no change", "one file edited", "one file removed")
-
 
 def indexing_section() -> str:
     """rag_lib.index.index_directory beside LangChain's Indexing API: rows written per step and what each keeps."""
     data = results("indexing_api")
     runs, behaviours, meta = data["runs"], data["behaviours"], data["meta"]
     ours, theirs = runs["index_directory"], runs["index(cleanup='incremental')"]
-    body = [[step, str(a["rows written"]), str(a["rows after"]),
+    body = [[a["step"], str(a["rows written"]), str(a["rows after"]),
              f"{b['rows added']} added, {b['rows deleted']} deleted", str(b["rows after"])]
-            for step, a, b in zip(INDEXING_STEPS, ours, theirs)]
+            for a, b in zip(ours, theirs, strict=True)]
     tools = ("index_directory", "index(incremental)")
     checks = [[check, *("yes" if verdict.get(tool) else "no" for tool in tools)]
               for check, verdict in behaviours.items() if isinstance(verdict, dict)]
