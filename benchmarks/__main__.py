@@ -30,6 +30,8 @@ BENCHMARKS = {
         "chunks, profile",
     "multihop": "112 two-hop questions over data/: plain RAG, the recursive judge and the bridge pipeline "
         "(searches, where each question is lost, calls, seconds); resumable",
+    "multihop_gold": "each two-hop question answered from gold context: hop 1's passage alone, hop 2's alone, both "
+        "(does any question need only one passage?); resumable",
     "multihop_retrieval": "where the two-hop questions are lost before the model: each hop's passage in the top k "
         "of the question, of the question + gold bridge, of their union (no model calls)",
     "judging": "the judge's 0/1/2 against 97 labelled passages (data/judge_labels.json): agreement, confusion, "

@@ -187,12 +187,14 @@ def run_pipeline(
     return scores | usage | {"s": seconds, "answer": state.get("answer", ""), "error": error}, state
 
 
-def indexed_retrievers(files: Path, database: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
-    """Index `files` into a new Milvus Lite database (closed by `stack`); a maker of K-hit retrievers over it."""
+def indexed_retrievers(files: Path, database: Path, stack: ExitStack,
+                       analyzer_params: dict = MEASURED_ANALYZER) -> Callable[..., BaseRetriever]:
+    """Index `files` into a new Milvus Lite database (closed by `stack`), BM25 over `analyzer_params`; a maker of
+    K-hit retrievers over it."""
     client = connect(uri=str(database))
     stack.callback(client.close)  # also stops Lite's in-process server before its folder is removed
     embeddings = get_embeddings()
-    ensure_collection_for(client, embeddings, analyzer_params=MEASURED_ANALYZER)
+    ensure_collection_for(client, embeddings, analyzer_params=analyzer_params)
     index_directory(client, files, embeddings, progress=False)
 
     def retriever(**kwargs: Any) -> BaseRetriever:

@@ -37,7 +37,7 @@ from langchain_core.runnables import Runnable
 from pydantic import Field
 from tqdm import tqdm
 
-from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks import write_results
 from benchmarks.answers import names
 from benchmarks.answers_pipelines import (
     JUDGE_MAX_DEPTH,
@@ -64,7 +64,7 @@ from rag_lib.graphs.rag import RAGContext, build_rag_graph
 from rag_lib.index import source_name
 from rag_lib.llm import get_chat_model
 from rag_lib.matching import occurs_in
-from rag_lib.store import PROJECT_ROOT
+from rag_lib.store import ANALYZER_PARAMS, PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
 CORPUS = PROJECT_ROOT / "tmp" / "multihop_corpus"  # what is indexed: a copy of data/docs and data/web (git-ignored)
@@ -77,13 +77,13 @@ CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extracti
 
 
 def indexed_corpus(folder: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
-    """data/docs and data/web copied into CORPUS and indexed into one new Lite database in `folder` (closed by
-    `stack`): a maker of K-hit retrievers over it. CORPUS has a fixed place in the project, so every run stores the
-    same chunk ids (a hash of source and text) and the hybrid search breaks its score ties the same way."""
+    """data/docs and data/web copied into CORPUS and indexed with the course analyzer into one new Lite database in
+    `folder` (closed by `stack`): a maker of K-hit retrievers over it. CORPUS has a fixed place in the project, so
+    every run stores the same chunk ids (a hash of source and text) and the hybrid search breaks ties the same way."""
     shutil.rmtree(CORPUS, ignore_errors=True)  # a file removed from data/ must not stay indexed
     for part in ("docs", "web"):
         shutil.copytree(DATA / part, CORPUS / part)
-    return indexed_retrievers(CORPUS, folder / "multihop.db", stack)
+    return indexed_retrievers(CORPUS, folder / "multihop.db", stack, ANALYZER_PARAMS)
 
 
 def chunk_id(document: Document) -> str:
@@ -244,7 +244,7 @@ def summarize(questions: list[dict], runs_file: Path, split: str | None = None) 
     loads = [r["load_1min"] for found in rows.values() for r in found.values()]
     setup = {"questions": len(questions), "file": QUESTIONS.name, "split": split or "all",
              "corpus": "data/docs + data/web, one collection",
-             "retriever k": K, "BM25 analyzer": MEASURED_ANALYZER, "min_similarity": default_min_similarity(),
+             "retriever k": K, "BM25 analyzer": ANALYZER_PARAMS, "min_similarity": default_min_similarity(),
              "judge max_llm_calls": JUDGE_MAX_LLM_CALLS,
              "judge max_depth": JUDGE_MAX_DEPTH, "runs file": source_name(runs_file),
              "model": ", ".join(sorted({r["model"] for found in rows.values() for r in found.values()})),

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
-from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks import write_results
 from benchmarks.answers_pipelines import K
 from benchmarks.answers_summary import BOOTSTRAP
 from benchmarks.multihop import chunk_id, holds_hop, indexed_corpus
@@ -31,6 +31,7 @@ from rag_lib.embeddings import default_min_similarity
 from rag_lib.experiments.evaluation import paired_difference, wilson
 from rag_lib.experiments.questions import QUESTIONS, SPLITS, load_questions
 from rag_lib.experiments.results import format_table
+from rag_lib.store import ANALYZER_PARAMS
 
 QUERIES = ("question", "question + bridge", "bridge")
 UNIONS = {"union": ("question", "question + bridge"), "union with bridge alone": ("question", "bridge")}
@@ -131,7 +132,7 @@ def main(argv: list[str]) -> None:
     rows = measure(load_questions(args.questions))
     rates, paired = summarize(rows, cutoff)
     setup = {"questions": len(rows), "file": QUESTIONS.name, "corpus": "data/docs + data/web, one collection",
-             "retriever k": K, "BM25 analyzer": MEASURED_ANALYZER, "min_similarity": cutoff,
+             "retriever k": K, "BM25 analyzer": ANALYZER_PARAMS, "min_similarity": cutoff,
              "bridged query": bridged_query("<question>", "<bridge>"), "model calls": 0}
     print(format_table([{k: (f"{v:.2f} [{r[f'{k} ci'][0]:.2f}, {r[f'{k} ci'][1]:.2f}]" if k in HOPS else v)
                          for k, v in r.items() if not k.endswith("ci")} for r in rates if r["questions"] == "all"]))
