@@ -6,9 +6,10 @@ needing one fact from each of two passages of data/docs and data/web (the file n
 two fixed halves balanced by language and answer type: --split tune to choose settings, --split held_out to report.
 Both folders are indexed into one Milvus Lite collection, and each pipeline of --pipelines answers every question as
 the course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive,
-judge_extractive and bridge (rag_lib.experiments.bridge: the copied bridge searched too, extractive) by default, rag
-and judge (generative) on request. Scores per row as in `bench answers`: EM, F1, contains gold, evidence (the gold
-answer in what the generator read, follow-up answers included), LLM calls, prompt and generated tokens, seconds, the
+judge_extractive and bridge (rag_lib.experiments.bridge: the copied bridge searched too, extractive) by default;
+rag_extractive_k10 (plain RAG reading the question's top 10 chunks, no cutoff), rag and judge (generative) on
+request. Scores per row as in `bench answers`: EM, F1, contains gold, evidence (the gold answer in what the generator
+read, follow-up answers included), LLM calls, prompt and generated tokens, seconds, the
 judge's follow-ups, the bridge copied; every search the pipeline made (the question's, then each follow-up's: query,
 chunk ids as the retriever returned them, those the pipeline read after the cutoff, and whether these hold hop 1 and
 hop 2) and the `loss` class of the question (where it was lost, or right). Rows are appended to --runs-file as they
@@ -68,12 +69,14 @@ from rag_lib.store import ANALYZER_PARAMS, PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
 CORPUS = PROJECT_ROOT / "tmp" / "multihop_corpus"  # what is indexed: a copy of data/docs and data/web (git-ignored)
-PIPELINES = ("rag_extractive", "judge_extractive", "bridge", "rag", "judge")
+PIPELINES = ("rag_extractive", "judge_extractive", "bridge", "rag_extractive_k10", "rag", "judge")
+DEEP_K = 10  # rag_extractive_k10 reads the question's top DEEP_K chunks, no cutoff: retrieve more, decide nothing
 DEFAULT_PIPELINES = "rag_extractive,judge_extractive,bridge"
 PAIRS = (("judge_extractive", "rag_extractive"), ("bridge", "rag_extractive"), ("bridge", "judge_extractive"),
+         ("rag_extractive_k10", "rag_extractive"), ("rag_extractive_k10", "judge_extractive"),
          ("judge", "rag"), ("judge_extractive", "judge"))
 CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_extractive_context,
-              "judge": judge_context, "bridge": rag_context}
+              "judge": judge_context, "bridge": rag_context, "rag_extractive_k10": rag_context}
 
 
 def indexed_corpus(folder: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
@@ -165,7 +168,7 @@ def search_records(searches: list[tuple[str, list[Document]]], question: dict, c
 
 
 def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, tuple[Runnable, LoggedRetriever]]:
-    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the five
+    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the six
     graphs bound to it with the course's runtime contexts, each with the logged retriever it searches through."""
     retriever = indexed_corpus(folder, stack)
     cutoff = default_min_similarity()
@@ -178,6 +181,8 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, t
         graphs["judge" + suffix] = judge.bind(context=JudgeContext(
             retriever=logged, llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
             min_similarity=cutoff, mode=mode)), logged
+    logged = LoggedRetriever(retriever=retriever(k=DEEP_K))
+    graphs["rag_extractive_k10"] = rag.bind(context=RAGContext(retriever=logged, llm=llm, mode="extractive")), logged
     logged = LoggedRetriever(retriever=retriever())
     graphs["bridge"] = build_bridge_graph().bind(context=BridgeContext(retriever=logged, llm=llm,
                                                                        min_similarity=cutoff)), logged
@@ -204,8 +209,9 @@ def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file:
                 row = ({"pipeline": name, "id": q["id"], "question": q["question"], "golds": q["golds"],
                         "language": q["language"], "answer_type": q["answer_type"]} | result
                        | {"s": round(result["s"], 3), "follow_ups": len(state.get("sub_answers", [])),
-                          "searches": search_records(logged.searches, q, default_min_similarity(),
-                                                     keeps_all=name == "bridge"), "gold_bridge": q["bridge"],
+                          "searches": search_records(logged.searches, q, None if name == "rag_extractive_k10"
+                                                     else default_min_similarity(), keeps_all=name == "bridge"),
+                          "gold_bridge": q["bridge"],
                           **{key: state[key] for key in ("bridge", "bridge_note") if key in state},
                           "model": model, "load_1min": round(os.getloadavg()[0], 2)})
                 row["loss"] = loss(row)

@@ -9,8 +9,9 @@ bridge, and hop 2 in either search. Per question and search: the chunk ids, thei
 of each hop's passage (`holds_hop`: a chunk of the hop's file holding its evidence), in the top k, after the
 calibrated cutoff plain RAG applies, and with that cutoff on the question's search only. Per split (tune, held_out)
 and language: the share of questions with hop 1, hop 2 and both found, with 95 % Wilson intervals, and the paired
-differences (each other search or union - the question's; the two unions) with 95 % bootstrap intervals. No model
-calls. Results: bench_results/multihop_retrieval.json.
+differences (each other search or union - the question's; the two unions) with 95 % bootstrap intervals. And a
+deeper first search (`depth`): hop 1, hop 2 and both in the question's top 3, 5 and 10 hits, alone and with the gold
+bridge's k hits. No model calls. Results: bench_results/multihop_retrieval.json.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ SEARCHES = (*QUERIES, *UNIONS, CEILING)
 CUTS = ("top-k", "above cutoff", "cutoff on the question's search only")
 HOPS = ("hop 1", "hop 2", "both")
 COMPARISONS = (*((search, "question") for search in SEARCHES[1:]), ("union with bridge alone", "union"))
+# a deeper first search: the question's top 3, 5 and 10 hits (one k=10 search), alone and united with the gold
+# bridge's k hits: can reading more of the question's search recover hop 1?
+DEPTHS = (3, 5, 10)
+DEEP = f"question, k={max(DEPTHS)}"
 
 
 def bridged_query(question: str, bridge: str) -> str:
@@ -85,14 +90,37 @@ def measure(questions: list[dict]) -> list[dict]:
     rows = []
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="multihop_retrieval_")))
-        retriever = indexed_corpus(folder, stack)()
+        retrievers = indexed_corpus(folder, stack)
+        retriever, deep = retrievers(), retrievers(k=max(DEPTHS))
         for q in questions:
             searches = {"question": q["question"], "question + bridge": bridged_query(q["question"], q["bridge"]),
                         "bridge": q["bridge"]}
             rows.append({key: q[key] for key in ("id", "split", "language", "answer_type", "bridge")}
                         | {"searches": {name: search_record(retriever.invoke(query), q)
-                                        for name, query in searches.items()}})
+                                        for name, query in searches.items()}
+                           | {DEEP: search_record(deep.invoke(q["question"]), q)}})
     return rows
+
+
+def depth_rates(rows: list[dict]) -> list[dict]:
+    """Per split, language and depth (DEPTHS): the share of questions whose hop 1, hop 2 and both are in the question's
+    top hits (no cutoff), and hop 2 and both when the gold bridge's k hits are added, with 95 % Wilson intervals."""
+    rates = []
+    for split in SPLITS:
+        for language in ("all", "en", "zh"):
+            group = [r for r in rows if r["split"] == split and language in ("all", r["language"])]
+            for depth in DEPTHS if group else ():
+                ranks = [r["searches"][DEEP]["hop ranks"] for r in group]
+                hop1 = [rank[0] is not None and rank[0] <= depth for rank in ranks]
+                hop2 = [rank[1] is not None and rank[1] <= depth for rank in ranks]
+                bridged = [h or r["searches"]["bridge"]["hop ranks"][1] is not None for h, r in zip(hop2, group)]
+                counts = {"hop 1": hop1, "hop 2": hop2, "both": [a and b for a, b in zip(hop1, hop2)],
+                          "hop 2 with bridge": bridged, "both with bridge": [a and b for a, b in zip(hop1, bridged)]}
+                rate = {"split": split, "questions": language, "depth": depth, "n": len(group)}
+                for name, hits in counts.items():
+                    rate |= {name: sum(hits) / len(group), f"{name} ci": list(wilson(sum(hits), len(group)))}
+                rates.append(rate)
+    return rates
 
 
 def summarize(rows: list[dict], cutoff: float) -> tuple[list[dict], list[dict]]:
@@ -139,7 +167,11 @@ def main(argv: list[str]) -> None:
     print(format_table([{k: (f"{v:+.2f} [{r[f'{k} ci'][0]:+.2f}, {r[f'{k} ci'][1]:+.2f}]" if k.endswith("diff")
                              else v) for k, v in r.items() if not k.endswith("ci")}
                         for r in paired if r["questions"] == "all"]))
-    print("\nwrote", write_results(args.out, {"setup": setup, "summary": rates, "paired": paired, "rows": rows}))
+    depth = depth_rates(rows)
+    print(format_table([{k: (f"{v:.2f}" if isinstance(v, float) else v) for k, v in r.items() if not k.endswith("ci")}
+                        for r in depth if r["questions"] == "all"]))
+    print("\nwrote", write_results(args.out, {"setup": setup, "summary": rates, "paired": paired, "depth": depth,
+                                              "rows": rows}))
 
 
 if __name__ == "__main__":

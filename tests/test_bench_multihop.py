@@ -95,3 +95,20 @@ def test_rows_follow_ups_summary_and_resume(tmp_path, monkeypatch, bench_output)
     assert 0 < in_tune < len(CHOSEN)
     assert tune["setup"]["split"] == "tune" and tune["setup"]["questions"] == in_tune
     assert {(r["questions"], r["pipeline"]): r["n"] for r in tune["summary"]}["all", "rag_extractive"] == in_tune
+
+
+def test_deep_plain_rag_reads_its_ten_chunks_without_a_cutoff(tmp_path, monkeypatch, bench_output):
+    questions = tmp_path / "three.json"
+    questions.write_text(json.dumps([{k: v for k, v in q.items() if k != "golds"} for q in CHOSEN]), encoding="utf-8")
+    monkeypatch.setattr(multihop, "get_chat_model", BridgeReader)
+    runs = tmp_path / "runs" / "deep.jsonl"
+    multihop.main(["--questions", str(questions), "--runs-file", str(runs), "--out", "mini_deep",
+                   "--pipelines", "rag_extractive_k10,rag_extractive"])
+    rows = {(r["pipeline"], r["id"]): r for r in map(json.loads, runs.read_text(encoding="utf-8").splitlines())}
+    for q in CHOSEN:
+        deep, plain = rows["rag_extractive_k10", q["id"]], rows["rag_extractive", q["id"]]
+        [search] = deep["searches"]
+        assert len(search["chunks"]) == multihop.DEEP_K and search["read"] == search["chunks"]  # no cutoff
+        assert set(plain["searches"][0]["read"]) <= set(search["chunks"])  # the plain top 3 are among the ten
+    paired = {r["comparison"]: r for r in bench_output("mini_deep")["paired"] if r["questions"] == "all"}
+    assert paired["rag_extractive_k10 - rag_extractive"]["n"] == 3

@@ -3,19 +3,22 @@ ROWS written by hand in the form the benchmark records them; no model, no index.
 
 from __future__ import annotations
 
-from benchmarks.multihop_retrieval import CEILING, CUTS, SEARCHES, found, summarize
+from benchmarks.multihop_retrieval import CEILING, CUTS, DEEP, SEARCHES, depth_rates, found, summarize
 
 CUTOFF = 0.86
 
 
-def fake_row(question: list, bridged: list, bridge: list, split: str = "tune", language: str = "en") -> dict:
-    """A FAKE ROW: per search (question, question + bridge, bridge) the [hop 1, hop 2] ranks and the similarities."""
+def fake_row(question: list, bridged: list, bridge: list, split: str = "tune", language: str = "en",
+             deep: list | None = None) -> dict:
+    """A FAKE ROW: per search (question, question + bridge, bridge, the question's k=10) the [hop 1, hop 2] ranks and
+    the similarities; the deep search's ranks default to the question's."""
 
     def search(ranks: list) -> dict:
         return {"chunks": ["a#0", "b#0", "c#0"], "similarities": [0.9, 0.8, 0.7], "hop ranks": ranks}
 
     return {"id": "mh-x", "split": split, "language": language, "answer_type": "span", "bridge": "B",
-            "searches": {"question": search(question), "question + bridge": search(bridged), "bridge": search(bridge)}}
+            "searches": {"question": search(question), "question + bridge": search(bridged), "bridge": search(bridge),
+                         DEEP: search(deep or question)}}
 
 
 def test_found_reads_ranks_cuts_unions_and_the_ceiling():
@@ -46,3 +49,18 @@ def test_summary_rates_have_wilson_intervals_and_paired_differences():
     pair = next(r for r in paired if r["split"] == "tune" and r["questions"] == "all" and r["cut"] == "top-k"
                 and r["comparison"] == "union with bridge alone - question")
     assert pair["n"] == 2 and pair["both diff"] == 0.5 and pair["both diff ci"][0] <= 0.5 <= pair["both diff ci"][1]
+
+
+def test_depth_rates_count_hops_within_each_depth_with_and_without_the_bridge():
+    rows = [fake_row([None, None], [None, None], [None, 2], deep=[4, 9]),  # hop 1 at 4, hop 2 at 9 or via the bridge
+            fake_row([1, None], [1, None], [None, None], deep=[1, None]),
+            fake_row([None, None], [None, None], [None, None], split="held_out", deep=[None, 1])]
+    rates = {(r["split"], r["questions"], r["depth"]): r for r in depth_rates(rows)}
+    assert ("held_out", "zh", 3) not in rates  # no question in that group: no row
+    three, five, ten = (rates["tune", "all", d] for d in (3, 5, 10))
+    assert three["n"] == 2 and three["hop 1"] == 0.5 and three["both"] == 0.0 and three["hop 2 with bridge"] == 0.5
+    assert five["hop 1"] == 1.0 and five["both"] == 0.0 and five["both with bridge"] == 0.5
+    assert ten["both"] == 0.5 and ten["hop 2"] == 0.5
+    low, high = five["hop 1 ci"]
+    assert low < 1.0 == high
+    assert rates["held_out", "all", 3]["hop 2"] == 1.0 and rates["held_out", "all", 3]["hop 1"] == 0.0
