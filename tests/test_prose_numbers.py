@@ -973,14 +973,14 @@ CLAIMS: list[Claim] = [
             answers_pair("local", CRAG_PAIR, "evidence diff" + key, *i))
       for pattern, key, i in ((r"(-[.\d]+) \[", "", ()), (r"-[.\d]+ \[(-[.\d]+),", " ci", (0,)),
                               (r"-[.\d]+ \[-[.\d]+, (-[.\d]+)\]", " ci", (1,)))],
-    Claim(N09, r"Its cost: ([.\d]+) model calls", answers_row("local", "crag_extractive", "LLM calls")),
+    Claim(N09, r"Its cost: ([.\d]+)\s+model calls", answers_row("local", "crag_extractive", "LLM calls")),
     Claim(N09, r"model calls per question\s+against ([.\d]+) all local",
           answers_row("local", "rag_extractive", "LLM calls")),
     Claim(N09, r"no measurable difference there \((-[.\d]+) s \[", answers_pair("local", CRAG_PAIR, "s diff")),
     *[Claim(N09, prefix + pattern, answers_pair("split", CRAG_PAIR, "s diff" + key, *i, home=home))
       for prefix, home in ((r"a mean paired difference of\s+", "local"),
                            (r"saving on\s+the split setting's local half \(", "local"),
-                           (r"a measured cost on its web half \(", "web"))
+                           (r"a measured cost on its web half\s+\(", "web"))
       for pattern, key, i in ((r"([-+][.\d]+) s \[", "", ()), (r"[-+][.\d]+ s \[([-+][.\d]+),", " ci", (0,)),
                               (r"[-+][.\d]+ s \[[-+][.\d]+, ([-+][.\d]+)\]", " ci", (1,)))],
     Claim(N09, r"makes ([.\d]+) calls on average", answers_row("split", "rag_extractive", "LLM calls", home="web")),
