@@ -6,10 +6,10 @@ falls inside the evidence) of its file that holds the evidence, chunked as `inde
 with `holds_hop` (no search, no embedding). The model then answers as the extractive pipelines do
 (`rag_lib.graphs.rag.extractive_answer`: a copied span, else a short answer) from hop 1 alone, hop 2 alone and both.
 A question answered from one passage alone (the answer contains the gold, or matches it) can be answered without
-the second hop: the set's "no passage alone answers it" check. A yes/no answer can be right by chance, so the
-rates are given per answer type too. Rows are appended to --runs-file as they finish (a stopped run goes on where
-it stopped). Results: bench_results/multihop_gold.json: per split and per answer type, Wilson intervals of
-"contains gold" per context, and the ids answered from a single passage."""
+the second hop: the set's "no passage alone answers it" check. Rates are given per answer type too (a copied span
+is rarely "yes" or "no"). Rows are appended to --runs-file as they finish (a stopped run goes on where it stopped;
+a rewritten question is answered again). Results: bench_results/<--out>.json: per split and per answer type,
+Wilson intervals of "contains gold" per context, and the ids answered from a single passage."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def answer_row(llm: BaseChatModel, question: dict, context: str, documents: list
     started = time.perf_counter()
     answer, extracted, calls = extractive_answer(question["question"], documents, llm, (), 2)
     seconds = time.perf_counter() - started
-    return ({"id": question["id"], "context": context, "split": question["split"], "language": question["language"],
+    return ({"id": question["id"], "question": question["question"], "context": context, "split": question["split"],
+             "language": question["language"],
              "answer_type": question["answer_type"], "golds": question["golds"], "answer": answer,
              "extracted": extracted, "llm_calls": calls, "chunks": len(documents), "s": round(seconds, 3),
              "load_1min": round(os.getloadavg()[0], 2)}
@@ -65,8 +66,8 @@ def answer_row(llm: BaseChatModel, question: dict, context: str, documents: list
 def run(llm: BaseChatModel, questions: list[dict], runs_file: Path) -> None:
     """Write the missing (question, context) rows to `runs_file`."""
     runs_file.parent.mkdir(parents=True, exist_ok=True)
-    done = {(r["id"], r["context"]) for r in read_jsonl(runs_file, repair=True)}
-    work = [(q, c) for q in questions for c in CONTEXTS if (q["id"], c) not in done]
+    done = {(r["question"], r["context"]) for r in read_jsonl(runs_file, repair=True)}
+    work = [(q, c) for q in questions for c in CONTEXTS if (q["question"], c) not in done]
     print(f"{len(work)} rows to write, {len(done)} done before, in {runs_file}", flush=True)
     for q, context in tqdm(work, unit="answer", smoothing=0, dynamic_ncols=True):
         first, second = (hop_passages(hop) for hop in q["hops"])
@@ -95,9 +96,10 @@ def rates(rows: list[dict], group: str) -> list[dict]:
 
 
 def summarize(questions: list[dict], runs_file: Path) -> dict:
-    """Rates per split and per answer type; the ids answered from one passage alone."""
-    wanted = {q["id"] for q in questions}
-    rows = [r for r in read_jsonl(runs_file) if r["id"] in wanted]
+    """Rates per split and per answer type; the ids answered from one passage alone. A row counts only while its
+    question reads as it did when it was answered (a rewritten question is answered again)."""
+    wanted = {(q["id"], q["question"]) for q in questions}
+    rows = [r for r in read_jsonl(runs_file) if (r["id"], r["question"]) in wanted]
     groups = {"all": rows} | {s: [r for r in rows if r["split"] == s] for s in SPLITS}
     groups |= {t: [r for r in rows if r["answer_type"] == t] for t in sorted({q["answer_type"] for q in questions})}
     table = [line for name, chosen in groups.items() for line in rates(chosen, name)]
@@ -120,6 +122,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--runs-file", type=Path, default=RESULTS_DIR / "answers_runs" / "multihop_gold.jsonl",
                         help="where the rows are appended")
     parser.add_argument("--summarize-only", action="store_true", help="only rebuild the summary from the rows")
+    parser.add_argument("--out", default="multihop_gold", help="results name: bench_results/<out>.json")
     args = parser.parse_args(argv)
     questions = load_questions(args.questions)
     if not args.summarize_only:
@@ -129,7 +132,7 @@ def main(argv: list[str]) -> None:
     results = summarize(questions, args.runs_file)
     print(format_table(results["rates"]))
     print("answered from one passage:", len(results["answered from one passage"]), results["answered from one passage"])
-    print("\nwrote", write_results("multihop_gold", results))
+    print("\nwrote", write_results(args.out, results))
 
 
 if __name__ == "__main__":

@@ -59,3 +59,9 @@ def test_rows_rates_single_passage_and_resume(tmp_path, monkeypatch, bench_outpu
     assert results["answered from one passage"] == single and single  # mh-01's second passage names the year
     multihop_gold.main(argv)  # resumed: nothing written twice
     assert len(runs.read_text(encoding="utf-8").splitlines()) == len(rows)
+    rewritten = [q | {"question": q["question"] + " (rewritten)"} if q["id"] == "mh-01" else q for q in CHOSEN]
+    questions.write_text(json.dumps([{k: v for k, v in q.items() if k != "golds"} for q in rewritten]),
+                         encoding="utf-8")
+    multihop_gold.main(argv)  # a rewritten question is answered again; its old rows no longer count
+    assert len(runs.read_text(encoding="utf-8").splitlines()) == len(rows) + len(multihop_gold.CONTEXTS)
+    assert bench_output("multihop_gold")["rates"][0]["n"] == len(CHOSEN)
