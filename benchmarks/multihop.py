@@ -190,10 +190,11 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, t
 
 
 def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file: Path, limit: int | None) -> int:
-    """Write the missing (pipeline, question) rows to `runs_file`, question after question; returns how many."""
+    """Write the missing (pipeline, question) rows to `runs_file`, question after question (a rewritten question is
+    answered again); returns how many."""
     runs_file.parent.mkdir(parents=True, exist_ok=True)
-    done = {(r["pipeline"], r["id"]) for r in read_jsonl(runs_file, repair=True)}
-    work = [(q, name) for q in questions for name in chosen if (name, q["id"]) not in done][:limit]
+    done = {(r["pipeline"], r["question"]) for r in read_jsonl(runs_file, repair=True)}
+    work = [(q, name) for q in questions for name in chosen if (name, q["question"]) not in done][:limit]
     model, count, written = model_name(llm), token_counter_for(llm), 0
     print(f"{len(work)} rows to write, {len(done)} done before, in {runs_file}", flush=True)
     if not work:
@@ -234,9 +235,9 @@ def losses(rows: list[dict]) -> dict[str, int]:
 
 def summarize(questions: list[dict], runs_file: Path, split: str | None = None) -> dict:
     """Per pipeline (all questions, then per language) the means with intervals; paired differences."""
-    wanted, rows = {q["id"] for q in questions}, {}
+    wanted, rows = {(q["id"], q["question"]) for q in questions}, {}
     for row in read_jsonl(runs_file):
-        if row["id"] in wanted:
+        if (row["id"], row["question"]) in wanted:  # a rewritten question's old rows no longer count
             rows.setdefault(row["pipeline"], {}).setdefault(row["id"], rescored(row))
     summary, paired = [], []
     for group in ("all", "en", "zh"):
