@@ -755,9 +755,6 @@ CLAIMS: list[Claim] = [
     Claim(N06, r"writes [\d.]+-([\d.]+) tokens per second", bench("quickstart", "questions", 1, "tokens_per_s")),
     Claim(N06, r"\(([\d.]+)-[\d.]+ per\s+second in", bench("quickstart", "questions", 0, "tokens_per_s")),
     Claim(N06, r"\([\d.]+-([\d.]+) per\s+second in", bench("quickstart", "questions", 1, "tokens_per_s")),
-    Claim(N06, r"the same answer shows (\d+) chunks here", output(N06, 26, r"generate\s+(\d+) chunks:")),
-    Claim(N06, r"chunks here against (\d+) in sections", output(N06, 10, r"(\d+) chunks:")),
-    Claim(N06, r"chunks here against (\d+) in sections", output(N06, 20, r"tags=\['answer'\]: (\d+) chunks:")),
     # ---- 07 subgraphs and Send
     Claim(N07, r"about (\d+) s of cells", cell_seconds(N07), rel=0.5),
     # ---- 11 evaluation: header, setup and references
