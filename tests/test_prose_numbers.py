@@ -1262,7 +1262,7 @@ CLAIMS: list[Claim] = [
     Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 29, r"'RRF': ([\d.]+)")),
     Claim(solutions(N04), r"= [\d.]+ / (\d+)\)", output(N04, 29, r"(\d+) questions \|")),
     # ---- 05 query transformation
-    Claim(N05, r"about ([\d.]+) minutes when we\s+ran it", minutes(N05), rel=0.5),
+    Claim(N05, r"about ([\d.]+) minutes on a 2-core", minutes(N05), rel=0.5),
     Claim(N05, r"measurement on (\d+) questions is read", set_size_05(CROSS_05)),
     Claim(N05, r"(\d+) chunks per\s+question", K_05),
     Claim(N05, r"All (\d+) sample questions find", SAMPLE_05),
