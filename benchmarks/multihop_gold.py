@@ -67,14 +67,17 @@ def run(llm: BaseChatModel, questions: list[dict], runs_file: Path) -> None:
     """Write the missing (question, context) rows to `runs_file`."""
     runs_file.parent.mkdir(parents=True, exist_ok=True)
     done = {(r["question"], r["context"]) for r in read_jsonl(runs_file, repair=True)}
-    work = [(q, c) for q in questions for c in CONTEXTS if (q["question"], c) not in done]
-    print(f"{len(work)} rows to write, {len(done)} done before, in {runs_file}", flush=True)
-    for q, context in tqdm(work, unit="answer", smoothing=0, dynamic_ncols=True):
-        first, second = (hop_passages(hop) for hop in q["hops"])
-        documents = {"hop 1 alone": first, "hop 2 alone": second, "both": first + second}[context]
-        row = answer_row(llm, q, context, documents) | {"model": model_name(llm)}
-        append_row(runs_file, row)
-        tqdm.write(f"{q['id']} {context:12} contains {row['contains']:.0f} F1 {row['f1']:.2f} {row['s']:.1f} s")
+    work = {q["id"]: [c for c in CONTEXTS if (q["question"], c) not in done] for q in questions}
+    print(f"{sum(map(len, work.values()))} rows to write, {len(done)} done before, in {runs_file}", flush=True)
+    with tqdm(total=sum(map(len, work.values())), unit="answer", smoothing=0, dynamic_ncols=True) as bar:
+        for q in (q for q in questions if work[q["id"]]):
+            first, second = (hop_passages(hop) for hop in q["hops"])  # chunked once per question
+            passages = {"hop 1 alone": first, "hop 2 alone": second, "both": first + second}
+            for context in work[q["id"]]:
+                row = answer_row(llm, q, context, passages[context]) | {"model": model_name(llm)}
+                append_row(runs_file, row)
+                bar.update()
+                tqdm.write(f"{q['id']} {context:12} contains {row['contains']:.0f} F1 {row['f1']:.2f} {row['s']:.1f} s")
 
 
 def right(row: dict) -> bool:
