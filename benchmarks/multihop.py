@@ -7,10 +7,12 @@ two fixed halves balanced by language and answer type: --split tune to choose se
 Both folders are indexed into one Milvus Lite collection, and each pipeline of --pipelines answers every question as
 the course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive,
 judge_extractive and bridge (rag_lib.experiments.bridge: the copied bridge searched too, extractive) by default;
-rag_extractive_k10 (plain RAG reading the question's top 10 chunks, no cutoff), rag and judge (generative) on
-request. Scores per row as in `bench answers`: EM, F1, contains gold, evidence (the gold answer in what the generator
-read, follow-up answers included), LLM calls, prompt and generated tokens, seconds, the
-judge's follow-ups, the bridge copied; every search the pipeline made (the question's, then each follow-up's: query,
+on request bridge_narrow (the answer step reads the bridge's chunks and the chunk it was copied from only),
+bridge_narrow_yes_no (that, with a yes-or-no verdict for yes/no questions), rag_extractive_k10 (plain RAG reading the
+question's top 10 chunks, no cutoff), rag and judge (generative). Scores per row as in `bench answers`: EM, F1,
+contains gold, evidence (the gold answer in what the generator read, follow-up answers included), LLM calls, prompt
+and generated tokens, seconds, the judge's follow-ups, the bridge copied; every search the pipeline made (the
+question's, then each follow-up's: query,
 chunk ids as the retriever returned them, those the pipeline read after the cutoff, and whether these hold hop 1 and
 hop 2) and the `loss` class of the question (where it was lost, or right). Rows are appended to --runs-file as they
 finish (a stopped run goes on where it stopped); the summary has 95 % bootstrap intervals per pipeline, paired
@@ -29,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
+from typing import NamedTuple
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -69,14 +72,18 @@ from rag_lib.store import ANALYZER_PARAMS, PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
 CORPUS = PROJECT_ROOT / "tmp" / "multihop_corpus"  # what is indexed: a copy of data/docs and data/web (git-ignored)
-PIPELINES = ("rag_extractive", "judge_extractive", "bridge", "rag_extractive_k10", "rag", "judge")
+PIPELINES = ("rag_extractive", "judge_extractive", "bridge", "bridge_narrow", "bridge_narrow_yes_no",
+             "rag_extractive_k10", "rag", "judge")
 DEEP_K = 10  # rag_extractive_k10 reads the question's top DEEP_K chunks, no cutoff: retrieve more, decide nothing
 DEFAULT_PIPELINES = "rag_extractive,judge_extractive,bridge"
 PAIRS = (("judge_extractive", "rag_extractive"), ("bridge", "rag_extractive"), ("bridge", "judge_extractive"),
+         ("bridge_narrow", "bridge"), ("bridge_narrow_yes_no", "bridge_narrow"),
+         ("bridge_narrow_yes_no", "rag_extractive"),
          ("rag_extractive_k10", "rag_extractive"), ("rag_extractive_k10", "judge_extractive"),
          ("judge", "rag"), ("judge_extractive", "judge"))
 CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_extractive_context,
-              "judge": judge_context, "bridge": rag_context, "rag_extractive_k10": rag_context}
+              "judge": judge_context, "bridge": rag_context, "bridge_narrow": rag_context,
+              "bridge_narrow_yes_no": rag_context, "rag_extractive_k10": rag_context}
 
 
 def indexed_corpus(folder: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
@@ -167,25 +174,40 @@ def search_records(searches: list[tuple[str, list[Document]]], question: dict, c
     return records
 
 
-def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, tuple[Runnable, LoggedRetriever]]:
-    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and the six
-    graphs bound to it with the course's runtime contexts, each with the logged retriever it searches through."""
+class Pipeline(NamedTuple):
+    """A graph bound to its runtime context, the logged retriever it searches through, and how its searches are
+    recorded: the cutoff of its first search (None: it reads every chunk) and whether it reads a later search whole."""
+
+    graph: Runnable
+    logged: LoggedRetriever
+    cutoff: float | None
+    keeps_all: bool = False
+
+
+def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, Pipeline]:
+    """data/docs and data/web indexed into one new Lite database in `folder` (closed by `stack`), and every graph
+    of PIPELINES bound to it with the course's runtime contexts."""
     retriever = indexed_corpus(folder, stack)
     cutoff = default_min_similarity()
     rag, judge = build_rag_graph(), build_judge_graph()
     graphs = {}
     for suffix, mode in (("", "generative"), ("_extractive", "extractive")):
         logged = LoggedRetriever(retriever=retriever(min_similarity=cutoff))
-        graphs["rag" + suffix] = rag.bind(context=RAGContext(retriever=logged, llm=llm, mode=mode)), logged
+        graphs["rag" + suffix] = Pipeline(rag.bind(context=RAGContext(retriever=logged, llm=llm, mode=mode)), logged,
+                                          cutoff)
         logged = LoggedRetriever(retriever=retriever())
-        graphs["judge" + suffix] = judge.bind(context=JudgeContext(
+        graphs["judge" + suffix] = Pipeline(judge.bind(context=JudgeContext(
             retriever=logged, llm=llm, max_depth=JUDGE_MAX_DEPTH, max_llm_calls=JUDGE_MAX_LLM_CALLS,
-            min_similarity=cutoff, mode=mode)), logged
+            min_similarity=cutoff, mode=mode)), logged, cutoff)
     logged = LoggedRetriever(retriever=retriever(k=DEEP_K))
-    graphs["rag_extractive_k10"] = rag.bind(context=RAGContext(retriever=logged, llm=llm, mode="extractive")), logged
-    logged = LoggedRetriever(retriever=retriever())
-    graphs["bridge"] = build_bridge_graph().bind(context=BridgeContext(retriever=logged, llm=llm,
-                                                                       min_similarity=cutoff)), logged
+    graphs["rag_extractive_k10"] = Pipeline(rag.bind(context=RAGContext(retriever=logged, llm=llm,
+                                                                        mode="extractive")), logged, None)
+    bridge = build_bridge_graph()
+    for name, narrow, yes_no in (("bridge", False, False), ("bridge_narrow", True, False),
+                                 ("bridge_narrow_yes_no", True, True)):
+        logged = LoggedRetriever(retriever=retriever())
+        graphs[name] = Pipeline(bridge.bind(context=BridgeContext(
+            retriever=logged, llm=llm, min_similarity=cutoff, narrow=narrow, yes_no=yes_no)), logged, cutoff, True)
     return graphs
 
 
@@ -204,14 +226,14 @@ def run(llm: BaseChatModel, questions: list[dict], chosen: list[str], runs_file:
         try:
             for q, name in work:
                 clear_prompt_cache(llm)
-                graph, logged = graphs[name]
-                logged.searches.clear()
-                result, state = run_pipeline(graph, q["question"], q["golds"], count, CONTEXT_OF[name], llm)
+                pipeline = graphs[name]
+                pipeline.logged.searches.clear()
+                result, state = run_pipeline(pipeline.graph, q["question"], q["golds"], count, CONTEXT_OF[name], llm)
                 row = ({"pipeline": name, "id": q["id"], "question": q["question"], "golds": q["golds"],
                         "language": q["language"], "answer_type": q["answer_type"]} | result
                        | {"s": round(result["s"], 3), "follow_ups": len(state.get("sub_answers", [])),
-                          "searches": search_records(logged.searches, q, None if name == "rag_extractive_k10"
-                                                     else default_min_similarity(), keeps_all=name == "bridge"),
+                          "searches": search_records(pipeline.logged.searches, q, pipeline.cutoff,
+                                                     pipeline.keeps_all),
                           "gold_bridge": q["bridge"],
                           **{key: state[key] for key in ("bridge", "bridge_note") if key in state},
                           "model": model, "load_1min": round(os.getloadavg()[0], 2)})

@@ -9,13 +9,17 @@ passage (rag_lib.matching.occurs_in, the copy-and-verify check of CRAG's grader)
 lacks, else the graph answers from the first search alone. `search_bridge` searches the name alone, keeping its k
 chunks (a name copied from a passage is on topic, and a short query scores low similarities), and unites both
 searches (each chunk once, with its best score: notebook 05's union); `generate` copies the answer span as plain
-RAG's extractive mode does. The retriever, model and cutoff come with each run: context=BridgeContext(retriever=r,
-llm=llm, min_similarity=...).
+RAG's extractive mode does. Two options narrow what the answer step reads: `narrow` answers from the bridge's chunks
+and the chunk the bridge was copied from only (a 1.5B reader loses the span among many chunks), and `yes_no` answers
+a yes/no question ("Is ...?", "……吗？", "是否……") with one constrained call that can only say yes or no (a copied
+span never does). The retriever, model and options come with each run: context=BridgeContext(retriever=r, llm=llm,
+min_similarity=..., narrow=..., yes_no=...).
 """
 
 from __future__ import annotations
 
 import operator
+import re
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
@@ -53,6 +57,17 @@ BRIDGE_SYSTEM = (
     "Example: question \"Where was the company that makes the Q7 drone founded?\", passage \"The Q7 drone is built "
     "by Aerolux.\" -> entity \"Aerolux\".")
 BRIDGE_TOKENS = 48  # a name is short: the JSON reply with it fits in this
+YES_NO_SYSTEM = (
+    "Answer the question with yes or no, using only the passages. Compare the facts the passages give (numbers, "
+    "dates, names) step by step in your head, then give only the verdict.")
+YES_NO_START = re.compile(r"^(is|are|was|were|does|do|did|can|could|has|have|had|will|would|should)\b", re.IGNORECASE)
+YES_NO_CHINESE = re.compile(r"(吗|是否|是不是|有没有)")
+
+
+class Verdict(BaseModel):
+    """The answer to a yes/no question."""
+
+    verdict: Literal["yes", "no"] = Field(description="yes or no")
 
 
 class BridgeEntity(BaseModel):
@@ -70,6 +85,8 @@ class BridgeContext:
     retriever: BaseRetriever  # searches the question, then the bridge (k chunks each, no cutoff of its own)
     llm: BaseChatModel  # copies the bridge (structured output) and the answer span
     min_similarity: float | None = None  # the question's chunks below this cosine are dropped (None: no cutoff)
+    narrow: bool = False  # answer from the bridge's chunks and the chunk it was copied from, not the union
+    yes_no: bool = False  # a yes/no question gets a yes or a no (one constrained call), not a copied span
 
 
 class BridgeState(TypedDict, total=False):
@@ -78,6 +95,7 @@ class BridgeState(TypedDict, total=False):
     documents: list[Document]  # the question's chunks above the cutoff (retrieve), united with the bridge's
     # chunks (search_bridge)
     bridge: str  # the copied name, "" when none was copied or the copy was rejected (find_bridge)
+    bridge_source: list[Document]  # the question's chunk that holds the bridge (find_bridge)
     bridge_note: str  # why there is no bridge (find_bridge)
     answer: str  # the copied span, cited (generate), or the fixed "not in the documents" reply (refuse)
     extracted: bool  # True when the answer is a span found in a passage, False after the fallback (generate)
@@ -86,7 +104,7 @@ class BridgeState(TypedDict, total=False):
 
 
 # what one question writes after `retrieve`, with its empty value; retrieve empties what the thread's last run left
-PER_RUN = {"bridge": "", "bridge_note": "", "answer": "", "extracted": None, "unsupported": False,
+PER_RUN = {"bridge": "", "bridge_source": [], "bridge_note": "", "answer": "", "extracted": None, "unsupported": False,
            "llm_calls": Overwrite(0)}
 
 
@@ -112,6 +130,14 @@ def verified_bridge(copy: str, question: str, documents: list[Document]) -> tupl
     return span, ""
 
 
+def is_yes_no(question: str) -> bool:
+    """Whether a question asks for yes or no: an English question opening with an auxiliary verb, or a Chinese one
+    with 吗, 是否, 是不是 or 有没有 in its last sentence."""
+    # the last sentence only: "……逐块判断检索结果是否相关……。……提供多少积分？" asks a number
+    last_clause = re.split(r"[。；：]", question.strip().rstrip("？?"))[-1]
+    return bool(YES_NO_START.match(question.strip()) or YES_NO_CHINESE.search(last_clause))
+
+
 def retrieve(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
     """Search the index with the question, keeping the chunks at or above the cutoff; empties what the thread's
     last question left (PER_RUN)."""
@@ -130,13 +156,18 @@ def find_bridge(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
     except StructuredOutputError as error:  # an unreadable reply: no bridge, answer from the first search
         return {"bridge": "", "bridge_note": f"no bridge: the reply was unusable ({error})", "llm_calls": 1}
     bridge, note = verified_bridge(reply.entity, state["question"], state["documents"])
-    return {"bridge": bridge, "bridge_note": note, "llm_calls": 1}
+    source = [d for d in state["documents"] if bridge and occurs_in(bridge, d.page_content)][:1]
+    return {"bridge": bridge, "bridge_source": source, "bridge_note": note, "llm_calls": 1}
 
 
 def search_bridge(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
     """Search the bridge alone and unite its k chunks with the question's (`union_search`: each chunk once, with its
-    best score, best first); the question's own search is not run again."""
+    best score, best first); the question's own search is not run again. `narrow`: the bridge's k chunks, then the
+    chunk the bridge was copied from, and nothing else."""
     question = state["question"]
+    if runtime.context.narrow:
+        hits = runtime.context.retriever.invoke(state["bridge"])
+        return {"documents": hits + [d for d in state["bridge_source"] if d.id not in {h.id for h in hits}]}
 
     def search(query: str) -> list[Document]:
         return state["documents"] if query == question else runtime.context.retriever.invoke(query)
@@ -146,10 +177,27 @@ def search_bridge(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
 
 def generate(state: BridgeState, runtime: Runtime[BridgeContext]) -> dict:
     """The answer span copied from the passages and cited (rag.extractive_answer), else a short answer flagged by
-    `checked_answer`, as plain RAG's extractive mode answers."""
+    `checked_answer`, as plain RAG's extractive mode answers; with `yes_no`, a yes/no question's verdict."""
+    if runtime.context.yes_no and is_yes_no(state["question"]):
+        return verdict(state["question"], state["documents"], runtime.context.llm)
     answer, extracted, calls = extractive_answer(state["question"], state["documents"], runtime.context.llm, (), 2)
     answer, flag = (answer, {}) if extracted else checked_answer(answer, state["documents"])
     return {"answer": answer, "extracted": extracted, "llm_calls": calls} | flag
+
+
+def verdict_prompt(question: str, documents: list[Document]) -> list:
+    """The yes/no step's messages: the rule and the fenced, numbered passages, then the question."""
+    return [SystemMessage(f"{YES_NO_SYSTEM}\n\nContext:\n{format_context(documents)}"), HumanMessage(question)]
+
+
+def verdict(question: str, documents: list[Document], llm: BaseChatModel) -> dict:
+    """One constrained call: "yes" or "no" from the passages; an unreadable reply leaves the question unanswered."""
+    try:
+        reply: Verdict = structured_output(llm, Verdict, max_tokens=BRIDGE_TOKENS).invoke(
+            verdict_prompt(*fit_prompt(llm, verdict_prompt, question, documents)))
+    except StructuredOutputError as error:
+        return {"answer": f"(no verdict: {error})", "extracted": False, "llm_calls": 1}
+    return {"answer": reply.verdict, "extracted": False, "llm_calls": 1}
 
 
 def refuse(state: BridgeState) -> dict:
