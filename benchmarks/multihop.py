@@ -8,10 +8,10 @@ Both folders are indexed into one Milvus Lite collection, and each pipeline of -
 the course runs it (a graph with its runtime context, k=3 chunks, the calibrated cutoff): rag_extractive,
 judge_extractive and bridge (rag_lib.experiments.bridge: the copied bridge searched too, extractive) by default;
 on request bridge_narrow (the answer step reads the bridge's chunks and the chunk it was copied from only),
-bridge_narrow_yes_no (that, with a yes-or-no verdict for yes/no questions), rag_extractive_k10 (plain RAG reading the
-question's top 10 chunks, no cutoff), rag and judge (generative). Scores per row as in `bench answers`: EM, F1,
-contains gold, evidence (the gold answer in what the generator read, follow-up answers included), LLM calls, prompt
-and generated tokens, seconds, the judge's follow-ups, the bridge copied; every search the pipeline made (the
+bridge_yes_no (the bridge pipeline with a yes-or-no verdict for yes/no questions), rag_extractive_k10 (plain RAG
+reading the question's top 10 chunks, no cutoff), rag and judge (generative). Scores per row as in `bench answers`:
+EM, F1, contains gold, evidence (the gold answer in what the generator read, follow-up answers included), LLM calls,
+prompt and generated tokens, seconds, the judge's follow-ups, the bridge copied; every search the pipeline made (the
 question's, then each follow-up's: query,
 chunk ids as the retriever returned them, those the pipeline read after the cutoff, and whether these hold hop 1 and
 hop 2) and the `loss` class of the question (where it was lost, or right). Rows are appended to --runs-file as they
@@ -72,18 +72,17 @@ from rag_lib.store import ANALYZER_PARAMS, PROJECT_ROOT
 
 DATA = PROJECT_ROOT / "data"
 CORPUS = PROJECT_ROOT / "tmp" / "multihop_corpus"  # what is indexed: a copy of data/docs and data/web (git-ignored)
-PIPELINES = ("rag_extractive", "judge_extractive", "bridge", "bridge_narrow", "bridge_narrow_yes_no",
+PIPELINES = ("rag_extractive", "judge_extractive", "bridge", "bridge_narrow", "bridge_yes_no",
              "rag_extractive_k10", "rag", "judge")
 DEEP_K = 10  # rag_extractive_k10 reads the question's top DEEP_K chunks, no cutoff: retrieve more, decide nothing
 DEFAULT_PIPELINES = "rag_extractive,judge_extractive,bridge"
 PAIRS = (("judge_extractive", "rag_extractive"), ("bridge", "rag_extractive"), ("bridge", "judge_extractive"),
-         ("bridge_narrow", "bridge"), ("bridge_narrow_yes_no", "bridge_narrow"),
-         ("bridge_narrow_yes_no", "rag_extractive"),
+         ("bridge_narrow", "bridge"), ("bridge_yes_no", "bridge"), ("bridge_yes_no", "rag_extractive"),
          ("rag_extractive_k10", "rag_extractive"), ("rag_extractive_k10", "judge_extractive"),
          ("judge", "rag"), ("judge_extractive", "judge"))
 CONTEXT_OF = {"rag_extractive": rag_context, "rag": rag_context, "judge_extractive": judge_extractive_context,
               "judge": judge_context, "bridge": rag_context, "bridge_narrow": rag_context,
-              "bridge_narrow_yes_no": rag_context, "rag_extractive_k10": rag_context}
+              "bridge_yes_no": rag_context, "rag_extractive_k10": rag_context}
 
 
 def indexed_corpus(folder: Path, stack: ExitStack) -> Callable[..., BaseRetriever]:
@@ -204,7 +203,7 @@ def pipelines(llm: BaseChatModel, folder: Path, stack: ExitStack) -> dict[str, P
                                                                         mode="extractive")), logged, None)
     bridge = build_bridge_graph()
     for name, narrow, yes_no in (("bridge", False, False), ("bridge_narrow", True, False),
-                                 ("bridge_narrow_yes_no", True, True)):
+                                 ("bridge_yes_no", False, True)):
         logged = LoggedRetriever(retriever=retriever())
         graphs[name] = Pipeline(bridge.bind(context=BridgeContext(
             retriever=logged, llm=llm, min_similarity=cutoff, narrow=narrow, yes_no=yes_no)), logged, cutoff, True)
