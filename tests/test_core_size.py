@@ -18,7 +18,7 @@ import rag_lib
 
 PACKAGE = Path(rag_lib.__file__).resolve().parent
 ROOT = Path(__file__).resolve().parents[1]
-CORE_LINES = 4493  # target 4,500
+CORE_LINES = 4496  # target 4,500
 MODULE_LINES = 400
 FUNCTION_LINES = 50
 # besides the core, the folders whose every module and function MODULE_LINES and FUNCTION_LINES hold
