@@ -11,6 +11,7 @@ from rag_lib.experiments.leaderboard.page_answers import (
     conversation_section,
     durability_section,
     multihop_section,
+    multihop_tune_section,
 )
 from rag_lib.experiments.leaderboard.page_retrieval import (
     advanced_section,
@@ -100,7 +101,7 @@ SECTIONS: tuple[Callable[[], str], ...] = (
     intro, leaderboard_section, pareto_section, setup_section, answer_speed_section, retrieval_section, lite_section,
     ceiling_section, fusion_section, embeddings_section, components_section, indexing_section, ann_section,
     advanced_section,
-    answers_section, multihop_section, agent_section, conversation_section, durability_section)
+    answers_section, multihop_section, multihop_tune_section, agent_section, conversation_section, durability_section)
 
 
 def render() -> str:
