@@ -56,7 +56,7 @@ def test_rows_rates_single_passage_and_resume(tmp_path, monkeypatch, bench_outpu
             low, high = r["ci"]
             assert low <= r["rate"] <= high
     single = sorted(i for i, h in holds.items() if h[0] or h[1])
-    assert results["answered from one passage"] == single and single  # mh-01's second passage names the year
+    assert results["answered from one passage"] == single and single  # each span answer is quoted in its second hop
     multihop_gold.main(argv)  # resumed: nothing written twice
     assert len(runs.read_text(encoding="utf-8").splitlines()) == len(rows)
     rewritten = [q | {"question": q["question"] + " (rewritten)"} if q["id"] == "mh-01" else q for q in CHOSEN]
