@@ -9,10 +9,10 @@ passage (rag_lib.matching.occurs_in, the copy-and-verify check of CRAG's grader)
 lacks, else the graph answers from the first search alone. `search_bridge` searches the name alone, keeping its k
 chunks (a name copied from a passage is on topic, and a short query scores low similarities), and unites both
 searches (each chunk once, with its best score: notebook 05's union); `generate` copies the answer span as plain
-RAG's extractive mode does. Two options narrow what the answer step reads: `narrow` answers from the bridge's chunks
-and the chunk the bridge was copied from only (a 1.5B reader loses the span among many chunks), and `yes_no` answers
-a yes/no question ("Is ...?", "……吗？", "是否……") with one constrained call that can only say yes or no (a copied
-span never does). The retriever, model and options come with each run: context=BridgeContext(retriever=r, llm=llm,
+RAG's extractive mode does. Two options change the answer step: `narrow` reads the bridge's chunks and the chunk
+the bridge was copied from only (fewer chunks, but a wrong bridge loses the question's own), and `yes_no` answers a
+yes/no question ("Is ...?", "……吗？", "是否……") with one constrained call that can only say yes or no (a copied span
+never does). The retriever, model and options come with each run: context=BridgeContext(retriever=r, llm=llm,
 min_similarity=..., narrow=..., yes_no=...).
 """
 
