@@ -1090,6 +1090,8 @@ CLAIMS: list[Claim] = [
           bench("router", "local", "accuracy model", "all", "95% CI", 0, scale=100)),
     Claim(N13, r"labelled requests\s+right \[\d+%, (\d+)%\]",
           bench("router", "local", "accuracy model", "all", "95% CI", 1, scale=100)),
+    Claim(N13, r"app's rules (\d+) of \d+, optimistic", bench("router", "local", "accuracy app", "all", "correct")),
+    Claim(N13, r"app's rules \d+ of (\d+), optimistic", bench("router", "local", "accuracy app", "all", "n")),
     Claim(N13, r"`save_then_retrieve` \((\d+) of \d+\)",
           bench("router", "local", "accuracy model", "save_then_retrieve", "correct")),
     Claim(N13, r"`save_then_retrieve` \(\d+ of (\d+)\)",
