@@ -1074,11 +1074,11 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"the cutoff \(([\d.]+), chosen", CUTOFF_00),
     Claim(N13, r"here (\d) to \d: none", outputs(N13, r"LLM calls: (\d+)", min)),
     Claim(N13, r"here \d to (\d): none", outputs(N13, r"LLM calls: (\d+)", max)),
-    Claim(N13, r"(\d) for a\s+graded answer", output(N13, 27, r"LLM calls: (\d+)")),
+    Claim(N13, r"(\d) for a\s+follow-up\)", output(N13, 32, r"cafeteria thread[^\n]*LLM calls: (\d+)")),
     Claim(N13, r"routes the (\d+) labelled requests", bench("router", "local", "requests")),
     Claim(N13, r"opening time got faithfulness (\d)", output(N13, 28, r"wrong time\s+faithfulness (\d)")),
     Claim(N13, r"still got relevance (\d) and", output(N13, 28, r"other question\s+faithfulness \d\s+relevance (\d)")),
-    Claim(N13, r"and completeness (\d)\. It does not", output(N13, 28, r"other question[^\n]*completeness (\d)")),
+    Claim(N13, r"and completeness (\d)\. The support check", output(N13, 28, r"other question[^\n]*completeness (\d)")),
     Claim(N13, r"\((\d+) per action, \d+ of them", bench("router", "local", "accuracy app", "save", "n")),
     Claim(N13, r"per action, (\d+) of them in Chinese", derived("data/router_requests.json, requests with Chinese text",
           lambda: sum(has_cjk(r["request"])
