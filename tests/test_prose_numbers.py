@@ -963,12 +963,14 @@ CLAIMS: list[Claim] = [
     Claim(N09, r"still reaches down to ([.\d]+)\.",
           output(N09, 35, r"similarity_band_then_copy \|[^|]*\|[^|]*\| 39/39 \[([.\d]+),")),
     *[Claim(N09, prefix + pattern, output(N09, 35, r"band then copy minus similarity only[^:]*: " + pattern))
-      for prefix in (r"Paired against similarity alone it is a measured\s+gain, ", r"is a measured gain in-sample, ")
+      for prefix in (r"Paired against similarity alone it is a measured\s+gain, ",
+                     r"a measured gain in-sample over similarity alone\s+\(")
       for pattern in (r"(\+[.\d]+) \[", r"\+[.\d]+ \[(\+[.\d]+),", r"\+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]")],
-    Claim(N09, r"\+[.\d]+ \[\+[.\d]+, \+[.\d]+\] on the (\d+) passages its band",
+    Claim(N09, r"On the (\d+) passages the band\s+was tuned on",
           output(N09, 35, r"paired bootstrap, (\d+) passages")),
     Claim(N09, r"graded right \(the (\d) that differ\)", output(N09, 35, r"passages, (\d+) differ\)")),
-    *[Claim(N09, r"CRAG's grader lost evidence, " + pattern,
+    Claim(N09, r"on (\d+) held-out CMRC questions", answers_row("local", "crag_extractive", "n")),
+    *[Claim(N09, r"CRAG's grader dropped\s+passages plain RAG kept: evidence " + pattern,
             answers_pair("local", CRAG_PAIR, "evidence diff" + key, *i))
       for pattern, key, i in ((r"(-[.\d]+) \[", "", ()), (r"-[.\d]+ \[(-[.\d]+),", " ci", (0,)),
                               (r"-[.\d]+ \[-[.\d]+, (-[.\d]+)\]", " ci", (1,)))],
@@ -982,7 +984,7 @@ CLAIMS: list[Claim] = [
     Claim(N09, r"no measurable difference there \((-[.\d]+) s \[", answers_pair("local", CRAG_PAIR, "s diff")),
     *[Claim(N09, prefix + pattern, answers_pair("split", CRAG_PAIR, "s diff" + key, *i, home=home))
       for prefix, home in ((r"a mean paired difference of\s+", "local"),
-                           (r"saving on\s+the split setting's local half \(", "local"),
+                           (r"saving on\s+the split setting's local half\s+\(", "local"),
                            (r"a measured cost on its web half\s+\(", "web"))
       for pattern, key, i in ((r"([-+][.\d]+) s \[", "", ()), (r"[-+][.\d]+ s \[([-+][.\d]+),", " ci", (0,)),
                               (r"[-+][.\d]+ s \[[-+][.\d]+, ([-+][.\d]+)\]", " ci", (1,)))],
