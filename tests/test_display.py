@@ -18,7 +18,7 @@ from matplotlib.image import imread
 
 from rag_lib.agent import build_agent
 from rag_lib.app.router import build_router_graph
-from rag_lib.experiments.display import STEP_Y, back_edges, graph_png, layers, mermaid, show_crag_update
+from rag_lib.experiments.display import STEP_Y, back_edges, graph_png, layers, mermaid, plot_grader, show_crag_update
 from rag_lib.experiments.display import drawing as display_drawing
 from rag_lib.graphs.crag import build_crag_graph
 from rag_lib.graphs.judge import build_judge_graph
@@ -185,3 +185,14 @@ def test_a_crag_update_prints_each_node_and_returns_the_nodes_that_ran(capsys) -
     assert capsys.readouterr().out.splitlines() == [
         "-> rewrite_query", "    web query: 'Gradio port'", "    note: rewrote",
         "    from the cache: True (the node did not run)"]
+
+
+def test_the_grader_plot_is_a_png_and_needs_every_grader_column() -> None:
+    passages = [{"label": label, "similarity": s, "naive_yes_no": True, "copy_and_verify": label,
+                 "similarity_only": s >= 0.86, "similarity_band_then_copy": label}
+                for label, s in [(True, 0.93), (True, 0.87), (False, 0.88), (False, 0.80)]]
+    image = plot_grader(passages, 0.86, 0.90)
+    assert image.data.startswith(PNG_SIGNATURE)
+    assert imread(io.BytesIO(image.data)).shape[:2] == (320, 1100)
+    with pytest.raises(KeyError):
+        plot_grader([{k: v for k, v in p.items() if k != "similarity_only"} for p in passages], 0.86, 0.90)

@@ -1,4 +1,4 @@
-"""Notebook display helpers that work offline."""
+"""Notebook display helpers that work offline: graph drawings, CRAG stream printing, notebook 09's grader plot."""
 
 from __future__ import annotations
 
@@ -190,3 +190,48 @@ def numbered_sources(state: dict) -> None:
     """The knowledge a CRAG answer read, numbered as in its prompt, so [1], [2] in the answer can be looked up."""
     for i, doc in enumerate(state.get("knowledge", []), 1):
         print(f"    [{i}] {doc.metadata['source']} ({doc.metadata['origin']})")
+
+
+GRADER_LABELS = {"naive_yes_no": "naive\nyes/no", "copy_and_verify": "copy and\nverify",
+                 "similarity_only": "similarity\nonly", "similarity_band_then_copy": "band, then\ncopy (graph)"}
+
+
+def plot_grader(passages: list[dict], lower: float, upper: float) -> Image:
+    """Notebook 09's grader plot as a PNG, from the labelled passages of bench_results/answers.json (each with
+    "label", "similarity" and one boolean per GRADER_LABELS key): left, the share of answer-bearing passages each
+    grader kept and of off-topic ones it dropped; right, each passage's cosine, what copy-and-verify said, and the
+    band [lower, upper) where the graph asks the model."""
+    figure = Figure(figsize=(11, 3.2))
+    FigureCanvasAgg(figure)
+    bars, dots = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.4]})
+    keep = [p for p in passages if p["label"]]
+    off = [p for p in passages if not p["label"]]
+    x = range(len(GRADER_LABELS))
+    bars.bar([i - 0.2 for i in x], [sum(p[k] for p in keep) / len(keep) for k in GRADER_LABELS], 0.4,
+             label="answer-bearing kept")
+    bars.bar([i + 0.2 for i in x], [sum(not p[k] for p in off) / len(off) for k in GRADER_LABELS], 0.4,
+             label="off-topic dropped")
+    bars.set_xticks(list(x), list(GRADER_LABELS.values()), fontsize=8)
+    bars.set_ylim(0, 1.15)
+    bars.set_ylabel("share of passages")
+    bars.legend(fontsize=8, loc="upper left", ncol=2)
+    bars.set_title(f"{len(keep)} answer-bearing and {len(off)} off-topic passages", fontsize=9)
+    for label, y, colour in [(True, 1, "tab:blue"), (False, 0, "tab:red")]:
+        group = [p for p in passages if p["label"] == label]
+        name = "answer-bearing" if label else "off-topic"
+        for copied, shift, marker, said in [(True, 0.08, "o", "kept"), (False, -0.08, "x", "dropped")]:
+            similarities = [p["similarity"] for p in group if p["copy_and_verify"] == copied]
+            if similarities:
+                dots.scatter(similarities, [y + shift] * len(similarities), marker=marker, color=colour,
+                             label=f"{name}, copy {said}")
+    dots.axvspan(lower, upper, color="gray", alpha=0.15)
+    dots.text((lower + upper) / 2, 1.42, "LLM band", ha="center", fontsize=8)
+    dots.set_yticks([0, 1], ["off-topic", "answer-\nbearing"])
+    dots.set_ylim(-0.5, 1.6)
+    dots.set_xlabel("cosine similarity of the passage to the question (e5)")
+    dots.legend(fontsize=7, loc="upper left")
+    dots.set_title("each passage, and what copy-and-verify said", fontsize=9)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return Image(data=buffer.getvalue(), format="png")
