@@ -937,12 +937,15 @@ CLAIMS: list[Claim] = [
         lambda: len(re.findall(r"(?m)\s+False\s+True\s+(?:True|False)\s*$", output_text(N08, 37))))),
     *[Claim(N08, r"over searching as written, " + pattern, output(N08, 37, r"condensed minus as written: " + pattern))
       for pattern in (r"(\+[\d.]+) \[", r"\+[\d.]+ \[(\+[\d.]+),", r"\+[\d.]+ \[\+[\d.]+, (\+[\d.]+)\]")],
-    *[Claim(N08, r"condensed minus joined is " + pattern,
+    *[Claim(N08, r"condensed minus joined (?:is )?" + pattern,
             output(N08, 37, r"condensed minus joined to the first question: " + pattern))
-      for pattern in (r"(-[\d.]+) \[", r"-[\d.]+ \[(-[\d.]+),", r"-[\d.]+ \[-[\d.]+, (\+[\d.]+)\]")],
+      for pattern in (r"(-[\d.]+) \[", r"-[\d.]+ \[(-[\d.]+),", r"-[\d.]+ \[-[\d.]+, ([+-]?[\d.]+)\]")],
     Claim(N08, r"(\d) by the model's\s+rewrite",
           output(N08, 39, r"only once condensed, by: \{.the model's rewrite.: (\d+)")),
     Claim(N08, r"(\d) by the fallback join", output(N08, 39, r"only once condensed, by: \{[^}]*'the join': (\d+)")),
+    Claim(N08, r"took a median ([\d.]+) s against",
+          output(N08, 35, r"follow-up \(condense \+ answer\) ([\d.]+)")),
+    Claim(N08, r"s against ([\d.]+) s for a first turn", output(N08, 35, r"first turn ([\d.]+)")),
     Claim(N08, r"cutoff on: (\d+) of 12 hold", output(N08, 35, r"gold answer \(condensed query, cutoff on\): (\d+)/")),
     Claim(N08, r"Of the (\d) wrong answers", output(N08, 39, r"wrong answers: (\d+)")),
     Claim(N08, r"wrong answers,\s+(\d) is a refusal", output(N08, 39, r"lost the gold file: (\d+)")),
@@ -953,7 +956,7 @@ CLAIMS: list[Claim] = [
           output(N08, 39, r"searched with: \{.the model's rewrite.: (\d+)")),
     Claim(N08, r"passed the guard on \d of 12 follow-ups and rescued (\d+);",
           output(N08, 39, r"only once condensed, by: \{.the model's rewrite.: (\d+)")),
-    Claim(N08, r"the fallback join rescued (\d+),",
+    Claim(N08, r"the fallback join rescued (\d+)[,.]",
           output(N08, 39, r"only once condensed, by: \{[^}]*'the join': (\d+)")),
     Claim(N08, r"(\d) of the \d wrong answers had the\s+gold file", derived(
         f"{N08} cell 39 output, wrong answers whose gold file was kept",
