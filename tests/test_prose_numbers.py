@@ -1059,6 +1059,13 @@ CLAIMS: list[Claim] = [
     Claim(N10, r"set on (\d+) of these questions", derived(
         f"{N10} cell {PAIRED_10} output, questions CRAG was tuned on",
         lambda: sum(int(n) for n in re.findall(r": (\d+)", output_text(N10, PAIRED_10).split("|")[0])))),
+    Claim(N10, r"its first step was right ([.\d]+) \[",
+          bench("agent", "local", "compare", "summary", "agent", "first_step_right", "all", "rate")),
+    *[Claim(N10, r"its first step was right [.\d]+ " + pattern,
+            bench("agent", "local", "compare", "summary", "agent", "first_step_right", "all", "ci95", end))
+      for end, pattern in ((0, r"\[([.\d]+),"), (1, r"\[[.\d]+, ([.\d]+)\]"))],
+    Claim(N10, r"of the time in-process, against ([.\d]+) for \"always search",
+          bench("agent", "local", "compare", "summary", "crag", "first_step_right", "all", "rate")),
     Claim(N10, r"load\s+of ([\d.]+), the server", bench("agent", "local", "load_at_start", 0)),
     Claim(N10, r"the server run at ([\d.]+) \(printed", bench("agent", "qwen-local", "load_at_start", 0)),
     Claim(N10, r"on only (\d+) of the \d+ web questions",

@@ -145,7 +145,7 @@ def agent_tables(label: str, parts: dict[str, Any]) -> str:
     compared = [
         {"model": label, "pipeline": pipeline, "correct": s["correct"]["all"]["rate"],
          "95% CI": s["correct"]["all"]["ci95"], "first step right": s["first_step_right"]["all"]["rate"],
-         "expected trajectory": s["expected_trajectory"]["all"]["rate"],
+         "first step 95% CI": s["first_step_right"]["all"]["ci95"], "expected trajectory": s["expected_trajectory"]["all"]["rate"],
          "LLM calls": s["mean_llm_calls"], "tool calls": s["mean_tool_calls"], "median s": s["median_s"]}
         for pipeline, s in parts.get("compare", {}).get("summary", {}).items()
     ]
