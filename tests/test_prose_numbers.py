@@ -1025,7 +1025,7 @@ CLAIMS: list[Claim] = [
     # ---- 10 agentic RAG
     # ---- 10: the paired table: each row's first interval is in-process (local), the second through the server
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"the \d+ CRAG was not tuned on\s+" + pattern))
-      for prefix in (r"agent in-process is ", r"measurable difference\s+from the agent in-process \(")
+      for prefix in (r"agent in-process is ", r"measurable difference\s+from the\s+agent in-process \(")
       for pattern in (r"(\+[.\d]+) \[", r"\+[.\d]+ \[(-[.\d]+),", r"\+[.\d]+ \[-[.\d]+, (\+[.\d]+)\]")],
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"all \d+ paired\s+" + pattern))
       for prefix in (r"CRAG's lead is clear in-process: ", r"held the gold more often on all \d+\s+paired questions \(")
@@ -1039,7 +1039,7 @@ CLAIMS: list[Claim] = [
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"web ones among them\s+" + skip + pattern))
       for prefix, skip in ((r"web questions CRAG leads by\s+", ""), (r"web questions it was not tuned on \(", ""),
                            (r"web questions CRAG leads by\s+", r"\S+ \[\S+ \S+\]\s+"))
-      for pattern in (r"(\+[.\d]+)\s+\[", r"\+[.\d]+\s+\[(\+[.\d]+),", r"\+[.\d]+\s+\[\+[.\d]+, (\+[.\d]+)\]")],
+      for pattern in (r"(\+[.\d]+)\s+\[", r"\+[.\d]+\s+\[(\+[.\d]+),", r"\+[.\d]+\s+\[\+[.\d]+,\s+(\+[.\d]+)\]")],
     Claim(N10, r"On the (\d+) held-out web questions", output(N10, PAIRED_10, r"the (\d+) web ones among them")),
     Claim(N10, r"On the (\d+) it was not tuned on", output(N10, PAIRED_10, r"the (\d+) CRAG was not tuned on")),
     Claim(N10, r"gold less often through the server than in-process \(([.\d]+) against",
@@ -1066,6 +1066,10 @@ CLAIMS: list[Claim] = [
       for end, pattern in ((0, r"\[([.\d]+),"), (1, r"\[[.\d]+, ([.\d]+)\]"))],
     Claim(N10, r"of the time in-process, against ([.\d]+) for \"always search",
           bench("agent", "local", "compare", "summary", "crag", "first_step_right", "all", "rate")),
+    Claim(N10, r"fewer model calls: ([.\d]+) per question",
+          bench("agent", "local", "compare", "summary", "crag", "mean_llm_calls")),
+    Claim(N10, r"per question against the\s+agent's ([.\d]+)",
+          bench("agent", "local", "compare", "summary", "agent", "mean_llm_calls")),
     Claim(N10, r"load\s+of ([\d.]+), the server", bench("agent", "local", "load_at_start", 0)),
     Claim(N10, r"the server run at ([\d.]+) \(printed", bench("agent", "qwen-local", "load_at_start", 0)),
     Claim(N10, r"on only (\d+) of the \d+ web questions",
