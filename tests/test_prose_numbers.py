@@ -354,7 +354,7 @@ def held_out_00(cutoff: str, column: int) -> Value:
 
 
 SLICE_TABLE = 15  # notebook 12: the slice's quality table
-PAIRED_10 = 25  # notebook 10: CRAG minus agent, paired, per path (a table: local, then qwen-local)
+PAIRED_10 = 24  # notebook 10: CRAG minus agent, paired, per path (a table: local, then qwen-local)
 MEASURED_11 = 31  # notebook 11: the judged chunks against their hand-read scores
 
 SAMPLE_01, HARD_01 = r"23 questions, \d+ changed\)\s+", r"14 questions, \d+ changed\)\s+"
@@ -1043,9 +1043,9 @@ CLAIMS: list[Claim] = [
     Claim(N10, r"On the (\d+) held-out web questions", output(N10, PAIRED_10, r"the (\d+) web ones among them")),
     Claim(N10, r"On the (\d+) it was not tuned on", output(N10, PAIRED_10, r"the (\d+) CRAG was not tuned on")),
     Claim(N10, r"gold less often through the server than in-process \(([.\d]+) against",
-          output(N10, 23, r"\| qwen-local \| crag \| ([.\d]+) \|")),
+          output(N10, 22, r"\| qwen-local \| crag \| ([.\d]+) \|")),
     Claim(N10, r"gold less often through the server than in-process \([.\d]+ against ([.\d]+)",
-          output(N10, 23, r"\| local \| crag \| ([.\d]+) \|")),
+          output(N10, 22, r"\| local \| crag \| ([.\d]+) \|")),
     *[Claim(N10, pattern, output(N10, PAIRED_10, r"not tuned on, by kind: \{[^}]*'" + kind + r"': (\d+)"))
       for pattern, kind in ((r"are (\d+) web and \d+ no-lookup", "web"),
                             (r"are \d+ web and (\d+) no-lookup", "direct"))],
