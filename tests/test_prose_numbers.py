@@ -354,7 +354,7 @@ def held_out_00(cutoff: str, column: int) -> Value:
 
 
 SLICE_TABLE = 15  # notebook 12: the slice's quality table
-PAIRED_10 = 25  # notebook 10: CRAG minus agent, paired, per path (a table: local, then qwen-local)
+PAIRED_10 = 24  # notebook 10: CRAG minus agent, paired, per path (a table: local, then qwen-local)
 MEASURED_11 = 31  # notebook 11: the judged chunks against their hand-read scores
 
 SAMPLE_01, HARD_01 = r"23 questions, \d+ changed\)\s+", r"14 questions, \d+ changed\)\s+"
@@ -907,40 +907,43 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"plain RAG ([\d.]+),\s+CRAG [\d.]+,", answers_row("local", "rag_extractive", "s p50")),
     Claim(N12, r"CRAG ([\d.]+),\s+the judge", answers_row("local", "crag_extractive", "s p50")),
     Claim(N12, r"the judge ([\d.]+)\.", answers_row("local", "judge_extractive", "s p50")),
-    # ---- 08 memory: the condensing benchmark (no cutoff, cell 34; answers, cell 35), re-searched live above the
-    # app's cutoff (cell 37) and per follow-up (cell 39)
-    *[Claim(N08, r"is first for " + before + r"(\d+) of 12", output(N08, 34, rf"(?m)^{row}\s+(\d+)/"))
+    # ---- 08 memory: the condensing benchmark (no cutoff, cell 38; answers, cell 39), re-searched live above the
+    # app's cutoff (cell 41) and per follow-up (cell 43)
+    *[Claim(N08, r"is first for " + before + r"(\d+) of 12", output(N08, 38, rf"(?m)^{row}\s+(\d+)/"))
       for before, row in [("", "as written"), (r"\d+ of 12 follow-ups as\s+written, ", "condensed"),
                           (r"\d+ of 12 follow-ups as\s+written, \d+ of 12 condensed and ", JOINED)]],
-    *[Claim(N08, r"survives for " + before + r"(\d+) of 12", output(N08, 37, rf"(?m)^{row}\s+(\d+)/"))
+    *[Claim(N08, r"survives for " + before + r"(\d+) of 12", output(N08, 41, rf"(?m)^{row}\s+(\d+)/"))
       for before, row in [("", "as written"), (r"\d+ of 12 follow-ups as written, ", "condensed"),
                           (r"\d+ of 12 follow-ups as written, \d+ of 12 condensed and ", JOINED)]],
     Claim(N08, r"Condensing rescued (\d)\s+follow-ups", derived(
-        f"{N08} cell 37 output, follow-ups kept condensed and not as written",
-        lambda: len(re.findall(r"(?m)\s+False\s+True\s+(?:True|False)\s*$", output_text(N08, 37))))),
-    *[Claim(N08, r"over searching as written, " + pattern, output(N08, 37, r"condensed minus as written: " + pattern))
+        f"{N08} cell 41 output, follow-ups kept condensed and not as written",
+        lambda: len(re.findall(r"(?m)\s+False\s+True\s+(?:True|False)\s*$", output_text(N08, 41))))),
+    *[Claim(N08, r"over searching as written, " + pattern, output(N08, 41, r"condensed minus as written: " + pattern))
       for pattern in (r"(\+[\d.]+) \[", r"\+[\d.]+ \[(\+[\d.]+),", r"\+[\d.]+ \[\+[\d.]+, (\+[\d.]+)\]")],
-    *[Claim(N08, r"condensed minus joined is " + pattern,
-            output(N08, 37, r"condensed minus joined to the first question: " + pattern))
-      for pattern in (r"(-[\d.]+) \[", r"-[\d.]+ \[(-[\d.]+),", r"-[\d.]+ \[-[\d.]+, (\+[\d.]+)\]")],
+    *[Claim(N08, r"condensed minus joined (?:is )?" + pattern,
+            output(N08, 41, r"condensed minus joined to the first question: " + pattern))
+      for pattern in (r"(-[\d.]+) \[", r"-[\d.]+ \[(-[\d.]+),", r"-[\d.]+ \[-[\d.]+, ([+-]?[\d.]+)\]")],
     Claim(N08, r"(\d) by the model's\s+rewrite",
-          output(N08, 39, r"only once condensed, by: \{.the model's rewrite.: (\d+)")),
-    Claim(N08, r"(\d) by the fallback join", output(N08, 39, r"only once condensed, by: \{[^}]*'the join': (\d+)")),
-    Claim(N08, r"cutoff on: (\d+) of 12 hold", output(N08, 35, r"gold answer \(condensed query, cutoff on\): (\d+)/")),
-    Claim(N08, r"Of the (\d) wrong answers", output(N08, 39, r"wrong answers: (\d+)")),
-    Claim(N08, r"wrong answers,\s+(\d) is a refusal", output(N08, 39, r"lost the gold file: (\d+)")),
-    Claim(N08, r"kept the gold file for\s+(\d+) of 12 follow-ups against", output(N08, 37, r"(?m)^condensed\s+(\d+)/")),
-    Claim(N08, r"follow-ups against (\d+) as written", output(N08, 37, r"(?m)^as written\s+(\d+)/")),
-    Claim(N08, r"a measured gain \((\+[\d.]+) \[", output(N08, 37, r"condensed minus as written: (\+[\d.]+)")),
+          output(N08, 43, r"only once condensed, by: \{.the model's rewrite.: (\d+)")),
+    Claim(N08, r"(\d) by the fallback join", output(N08, 43, r"only once condensed, by: \{[^}]*'the join': (\d+)")),
+    Claim(N08, r"took a median ([\d.]+) s against",
+          output(N08, 39, r"follow-up \(condense \+ answer\) ([\d.]+)")),
+    Claim(N08, r"s against ([\d.]+) s for a first turn", output(N08, 39, r"first turn ([\d.]+)")),
+    Claim(N08, r"cutoff on: (\d+) of 12 hold", output(N08, 39, r"gold answer \(condensed query, cutoff on\): (\d+)/")),
+    Claim(N08, r"Of the (\d) wrong answers", output(N08, 43, r"wrong answers: (\d+)")),
+    Claim(N08, r"wrong answers,\s+(\d) is a refusal", output(N08, 43, r"lost the gold file: (\d+)")),
+    Claim(N08, r"kept the gold file for\s+(\d+) of 12 follow-ups against", output(N08, 41, r"(?m)^condensed\s+(\d+)/")),
+    Claim(N08, r"follow-ups against (\d+) as written", output(N08, 41, r"(?m)^as written\s+(\d+)/")),
+    Claim(N08, r"a measured gain \((\+[\d.]+) \[", output(N08, 41, r"condensed minus as written: (\+[\d.]+)")),
     Claim(N08, r"rewrite passed the guard on (\d) of 12",
-          output(N08, 39, r"searched with: \{.the model's rewrite.: (\d+)")),
+          output(N08, 43, r"searched with: \{.the model's rewrite.: (\d+)")),
     Claim(N08, r"passed the guard on \d of 12 follow-ups and rescued (\d+);",
-          output(N08, 39, r"only once condensed, by: \{.the model's rewrite.: (\d+)")),
-    Claim(N08, r"the fallback join rescued (\d+),",
-          output(N08, 39, r"only once condensed, by: \{[^}]*'the join': (\d+)")),
+          output(N08, 43, r"only once condensed, by: \{.the model's rewrite.: (\d+)")),
+    Claim(N08, r"the fallback join rescued (\d+)[,.]",
+          output(N08, 43, r"only once condensed, by: \{[^}]*'the join': (\d+)")),
     Claim(N08, r"(\d) of the \d wrong answers had the\s+gold file", derived(
-        f"{N08} cell 39 output, wrong answers whose gold file was kept",
-        lambda: len(re.findall(r"(?m)^kept True\s+answer (?:wrong|refused)", output_text(N08, 39))))),
+        f"{N08} cell 43 output, wrong answers whose gold file was kept",
+        lambda: len(re.findall(r"(?m)^kept True\s+answer (?:wrong|refused)", output_text(N08, 43))))),
     # ---- 09 CRAG beside plain RAG (extractive), paired differences
     Claim(N09, r"the floor stays at ([.\d]+) whether", output(N09, 22, r"min_strip_score=0\.1: floor ([.\d]+)")),
     Claim(N09, r"still reaches down to ([.\d]+)\.",
@@ -1006,12 +1009,12 @@ CLAIMS: list[Claim] = [
           answers_pair("split", CRAG_PAIR, "evidence diff ci", 0, home="local")),
     Claim(N09, r"evidence loss is back \(-[.\d]+ \[-[.\d]+, (-[.\d]+)\]",
           answers_pair("split", CRAG_PAIR, "evidence diff ci", 1, home="local")),
-    Claim(N08, r"A budget of 60 tokens let (\d) of", output(N08, 16, r"history_tokens= 60: (\d+) of")),
-    Claim(N08, r"of Alice's (\d) earlier", output(N08, 16, r"history_tokens= 60: \d+ of (\d+)")),
+    Claim(N08, r"A budget of 60 tokens let (\d) of", output(N08, 20, r"history_tokens= 60: (\d+) of")),
+    Claim(N08, r"of Alice's (\d) earlier", output(N08, 20, r"history_tokens= 60: \d+ of (\d+)")),
     # ---- 10 agentic RAG
     # ---- 10: the paired table: each row's first interval is in-process (local), the second through the server
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"the \d+ CRAG was not tuned on\s+" + pattern))
-      for prefix in (r"agent in-process is ", r"measurable difference\s+from the agent in-process \(")
+      for prefix in (r"agent in-process is ", r"measurable difference\s+from the\s+agent in-process \(")
       for pattern in (r"(\+[.\d]+) \[", r"\+[.\d]+ \[(-[.\d]+),", r"\+[.\d]+ \[-[.\d]+, (\+[.\d]+)\]")],
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"all \d+ paired\s+" + pattern))
       for prefix in (r"CRAG's lead is clear in-process: ", r"held the gold more often on all \d+\s+paired questions \(")
@@ -1025,13 +1028,13 @@ CLAIMS: list[Claim] = [
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"web ones among them\s+" + skip + pattern))
       for prefix, skip in ((r"web questions CRAG leads by\s+", ""), (r"web questions it was not tuned on \(", ""),
                            (r"web questions CRAG leads by\s+", r"\S+ \[\S+ \S+\]\s+"))
-      for pattern in (r"(\+[.\d]+)\s+\[", r"\+[.\d]+\s+\[(\+[.\d]+),", r"\+[.\d]+\s+\[\+[.\d]+, (\+[.\d]+)\]")],
+      for pattern in (r"(\+[.\d]+)\s+\[", r"\+[.\d]+\s+\[(\+[.\d]+),", r"\+[.\d]+\s+\[\+[.\d]+,\s+(\+[.\d]+)\]")],
     Claim(N10, r"On the (\d+) held-out web questions", output(N10, PAIRED_10, r"the (\d+) web ones among them")),
     Claim(N10, r"On the (\d+) it was not tuned on", output(N10, PAIRED_10, r"the (\d+) CRAG was not tuned on")),
     Claim(N10, r"gold less often through the server than in-process \(([.\d]+) against",
-          output(N10, 23, r"\| qwen-local \| crag \| ([.\d]+) \|")),
+          output(N10, 22, r"\| qwen-local \| crag \| ([.\d]+) \|")),
     Claim(N10, r"gold less often through the server than in-process \([.\d]+ against ([.\d]+)",
-          output(N10, 23, r"\| local \| crag \| ([.\d]+) \|")),
+          output(N10, 22, r"\| local \| crag \| ([.\d]+) \|")),
     *[Claim(N10, pattern, output(N10, PAIRED_10, r"not tuned on, by kind: \{[^}]*'" + kind + r"': (\d+)"))
       for pattern, kind in ((r"are (\d+) web and \d+ no-lookup", "web"),
                             (r"are \d+ web and (\d+) no-lookup", "direct"))],
@@ -1045,6 +1048,17 @@ CLAIMS: list[Claim] = [
     Claim(N10, r"set on (\d+) of these questions", derived(
         f"{N10} cell {PAIRED_10} output, questions CRAG was tuned on",
         lambda: sum(int(n) for n in re.findall(r": (\d+)", output_text(N10, PAIRED_10).split("|")[0])))),
+    Claim(N10, r"its first step was right ([.\d]+) \[",
+          bench("agent", "local", "compare", "summary", "agent", "first_step_right", "all", "rate")),
+    *[Claim(N10, r"its first step was right [.\d]+ " + pattern,
+            bench("agent", "local", "compare", "summary", "agent", "first_step_right", "all", "ci95", end))
+      for end, pattern in ((0, r"\[([.\d]+),"), (1, r"\[[.\d]+, ([.\d]+)\]"))],
+    Claim(N10, r"of the time in-process, against ([.\d]+) for \"always search",
+          bench("agent", "local", "compare", "summary", "crag", "first_step_right", "all", "rate")),
+    Claim(N10, r"fewer model calls: ([.\d]+) per question",
+          bench("agent", "local", "compare", "summary", "crag", "mean_llm_calls")),
+    Claim(N10, r"per question against the\s+agent's ([.\d]+)",
+          bench("agent", "local", "compare", "summary", "agent", "mean_llm_calls")),
     Claim(N10, r"load\s+of ([\d.]+), the server", bench("agent", "local", "load_at_start", 0)),
     Claim(N10, r"the server run at ([\d.]+) \(printed", bench("agent", "qwen-local", "load_at_start", 0)),
     Claim(N10, r"on only (\d+) of the \d+ web questions",

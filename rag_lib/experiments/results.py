@@ -88,6 +88,52 @@ def advanced_table(results: dict) -> list[dict]:
     return rows
 
 
+# The questions Corrective RAG was tuned on: its similarity cutoff was calibrated on the sample questions (notebook
+# 00) and its grader rule checked on the web questions (notebook 09), so on these it is measured in-sample.
+CRAG_TUNED_ON = ("sample_questions.json", "web_questions.json")
+
+
+def agent_paired(bench: dict[str, Any]) -> dict[str, Any]:
+    """CRAG minus agent, paired per question, from bench_results/agent.json: on all the questions both answers were
+    scored on, on those CRAG was not tuned on (CRAG_TUNED_ON), on the web ones among them, and the seconds. Returns
+    {"tuned on": kinds of the questions CRAG was tuned on, "all": kinds of all questions, "held out": kinds of the
+    scored questions it was not tuned on (in-process), "table": {path: {row: "diff [low, high]"}}}, a 95% paired bootstrap each."""
+    from collections import Counter
+
+    from rag_lib.experiments.evaluation import paired_difference
+
+    def questions_of(name: str) -> list[dict]:
+        return json.loads((PROJECT_ROOT / "data" / name).read_text(encoding="utf-8"))
+
+    def a_minus_b(a: dict, b: dict, group: list[str], digits: int = 3) -> str:
+        diff, low, high = paired_difference([a[q] for q in group], [b[q] for q in group])
+        return f"{diff:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+    seen = {q["question"] for name in CRAG_TUNED_ON for q in questions_of(name)}
+    kinds = {q["question"]: q["kind"] for q in questions_of("agent_questions.json")}
+    paired: dict[str, Any] = {"tuned on": dict(Counter(k for q, k in kinds.items() if q in seen)),
+                              "all": dict(Counter(kinds.values())), "held out": {}, "table": {}}
+    for label in ("local", "qwen-local"):
+        if label not in bench:
+            continue
+        rows = bench[label]["compare"]["rows"]
+        correct = {p: {r["question"]: r["correct"] for r in rows if r["pipeline"] == p} for p in ("agent", "crag")}
+        seconds = {p: {r["question"]: r["s"] for r in rows if r["pipeline"] == p} for p in ("agent", "crag")}
+        scored = [q for q, ok in correct["crag"].items() if ok is not None and correct["agent"][q] is not None]
+        unseen = [q for q in scored if q not in seen]
+        web_unseen = [q for q in unseen if kinds[q] == "web"]
+        if label == "local" or not paired["held out"]:
+            paired["held out"] = dict(Counter(kinds[q] for q in unseen))
+        paired["table"][label] = {
+            f"CRAG minus agent, gold held: all {len(scored)} paired": a_minus_b(correct["crag"], correct["agent"], scored),
+            f"... the {len(unseen)} CRAG was not tuned on": a_minus_b(correct["crag"], correct["agent"], unseen),
+            f"... the {len(web_unseen)} web ones among them": a_minus_b(correct["crag"], correct["agent"], web_unseen),
+            f"agent minus CRAG, seconds: {len(seconds['crag'])} paired": a_minus_b(
+                seconds["agent"], seconds["crag"], list(seconds["crag"]), digits=1),
+        }
+    return paired
+
+
 def agent_tables(label: str, parts: dict[str, Any]) -> str:
     """The first-step table and the agent-vs-CRAG table of one model's results."""
     choices = [
@@ -99,7 +145,7 @@ def agent_tables(label: str, parts: dict[str, Any]) -> str:
     compared = [
         {"model": label, "pipeline": pipeline, "correct": s["correct"]["all"]["rate"],
          "95% CI": s["correct"]["all"]["ci95"], "first step right": s["first_step_right"]["all"]["rate"],
-         "expected trajectory": s["expected_trajectory"]["all"]["rate"],
+         "first step 95% CI": s["first_step_right"]["all"]["ci95"], "expected trajectory": s["expected_trajectory"]["all"]["rate"],
          "LLM calls": s["mean_llm_calls"], "tool calls": s["mean_tool_calls"], "median s": s["median_s"]}
         for pipeline, s in parts.get("compare", {}).get("summary", {}).items()
     ]
