@@ -709,6 +709,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"falls ([\d.]+) to [\d.]+\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", min)),
     Claim(N03, r"falls [\d.]+ to ([\d.]+)\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", max)),
     Claim(N03, r"took (\d+) CPU seconds inside", setting(HUNDRED_K, DEFAULT_HNSW, "build_cpu_s", ef=640)),
+    Claim(N03, r"its size \(([\d.]+) MB\) is that of the\s+M=16 build", setting("index", DEFAULT_HNSW, "index_mb", ef=640)),
+    Claim(N03, r"its size \(([\d.]+) MB\) is that of the\s+M=16 build", setting("index", "HNSW", "index_mb", **M16, ef=640)),
     # section 5, where HNSW overtakes FLAT (bench_results/crossing.json)
     Claim(N03, r"\(about (\d+) minutes, on an idle", derived("bench_results/crossing.json total_s / 60",
                                                             lambda: bench("crossing", "total_s").get() / 60), rel=0.5),
