@@ -747,8 +747,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"against Lite's (\d+) ms", LITE_HNSW_SINGLE_100K),
     Claim(N03, r"e5's sit between ([\d.]+) and", output(N00, 20, r"5th-95th percentile ([\d.]+)-")),
     Claim(N03, r"e5's sit between [\d.]+ and ([\d.]+)", output(N00, 20, r"5th-95th percentile [\d.]+-([\d.]+)")),
-    Claim(N03, r"The load average was low \(([\d.]+) at the start", bench("index", "loadavg_start", 0)),
-    Claim(N03, r"at the start, ([\d.]+) at the end, printed below", bench("index", "loadavg_end", 0)),
+    Claim(N03, r"The load average was ([\d.]+) at\s+the start", bench("index", "loadavg_start", 0)),
+    Claim(N03, r"at\s+the start and ([\d.]+) at the end \(printed below\)", bench("index", "loadavg_end", 0)),
     Claim(N03, r"one run per size \(([\d.]+) at 20,000\)", derived(
         "bench_results/crossing.json, Milvus Lite FLAT / HNSW CPU ms per query at 20,000 vectors",
         lambda: crossing_cost("cpu_ms_per_query", 20_000, "FLAT").get()
