@@ -699,8 +699,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"the best one \(([\d.]+)\)", derived(
         f"bench_results/{HUNDRED_K}.json, best HNSW recall@10",
         lambda: max(r["recall@10"] for r in bench_rows(HUNDRED_K, "synthetic", "settings") if "HNSW" in r["index"]))),
-    Claim(N03, r"costs (\d+) to \d+ ms of wall clock", one_per_call(min)),
-    Claim(N03, r"costs \d+ to (\d+) ms of wall clock", one_per_call(max)),
+    Claim(N03, r"costs (\d+) to \d+ ms of\s+wall clock", one_per_call(min)),
+    Claim(N03, r"costs \d+ to (\d+) ms of\s+wall clock", one_per_call(max)),
     Claim(N03, r"Sent (\d+)\s+per call", derived(
         "bench_results/index.json batch_study, largest batch",
         lambda: max(r["batch"] for r in bench_rows("index", "synthetic", "batch_study")))),
