@@ -298,6 +298,19 @@ def crossing_cost(metric: str, size: int | None, side: str = "", engine: str = "
     return bench("crossing", "crossings", {"engine": engine, "metric": metric}, *path)
 
 
+def crossing_table_ratio(metric: str, size: int) -> Value:
+    """Notebook 03's crossing table: Milvus Lite's FLAT / HNSW `metric` at `size` vectors, HNSW being the setting
+    with the lowest CPU per query that reaches the recall floor (bench_results/crossing.json rows)."""
+
+    def get() -> float:
+        rows = [r for r in bench_rows("crossing", "rows") if r["engine"] == "Milvus Lite" and r["vectors"] == size]
+        flat = next(r for r in rows if r["index"] == "FLAT")
+        good = [r for r in rows if r["index"] == "HNSW" and r["recall@10"] >= results("crossing")["floor"]]
+        return flat[metric] / min(good, key=lambda r: r["cpu_ms_per_query"])[metric]
+
+    return derived(f"bench_results/crossing.json, Milvus Lite FLAT / HNSW {metric} at {size:,} vectors", get)
+
+
 def hnsw_cpu(reduce: Callable) -> Value:
     """CPU ms per query of HNSW (M = 8 to 32) at ef 320 and 640 on the 20,000 random vectors."""
 
@@ -749,6 +762,12 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"e5's sit between [\d.]+ and ([\d.]+)", output(N00, 20, r"5th-95th percentile [\d.]+-([\d.]+)")),
     Claim(N03, r"The load average was ([\d.]+) at\s+the start", bench("index", "loadavg_start", 0)),
     Claim(N03, r"at\s+the start and ([\d.]+) at the end \(printed below\)", bench("index", "loadavg_end", 0)),
+    Claim(N03, r"\(CPU ([\d.]+), [\d.]+; single query", crossing_table_ratio("cpu_ms_per_query", 1_000)),
+    Claim(N03, r"\(CPU [\d.]+, ([\d.]+); single query", crossing_table_ratio("cpu_ms_per_query", 2_000)),
+    Claim(N03, r"single query ([\d.]+), [\d.]+\)", crossing_table_ratio("p50_single_ms", 1_000)),
+    Claim(N03, r"single query [\d.]+, ([\d.]+)\)", crossing_table_ratio("p50_single_ms", 2_000)),
+    Claim(N03, r"ratio \(([\d.]+) at 5,000", crossing_table_ratio("cpu_ms_per_query", 5_000)),
+    Claim(N03, r"at 5,000, ([\d.]+) at 10,000\)", crossing_table_ratio("cpu_ms_per_query", 10_000)),
     Claim(N03, r"one run per size \(([\d.]+) at 20,000\)", derived(
         "bench_results/crossing.json, Milvus Lite FLAT / HNSW CPU ms per query at 20,000 vectors",
         lambda: crossing_cost("cpu_ms_per_query", 20_000, "FLAT").get()
