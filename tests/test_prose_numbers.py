@@ -298,6 +298,25 @@ def crossing_cost(metric: str, size: int | None, side: str = "", engine: str = "
     return bench("crossing", "crossings", {"engine": engine, "metric": metric}, *path)
 
 
+def crossing_table_ratio(metric: str, size: int) -> Value:
+    """Notebook 03's crossing table: Milvus Lite's FLAT / HNSW `metric` at `size` vectors, HNSW being the setting
+    with the lowest CPU per query that reaches the recall floor (bench_results/crossing.json rows)."""
+
+    def get() -> float:
+        rows = [r for r in bench_rows("crossing", "rows") if r["engine"] == "Milvus Lite" and r["vectors"] == size]
+        flat = next(r for r in rows if r["index"] == "FLAT")
+        good = [r for r in rows if r["index"] == "HNSW" and r["recall@10"] >= results("crossing")["floor"]]
+        return flat[metric] / min(good, key=lambda r: r["cpu_ms_per_query"])[metric]
+
+    return derived(f"bench_results/crossing.json, Milvus Lite FLAT / HNSW {metric} at {size:,} vectors", get)
+
+
+def lite_hnsw_cpu_200k(ef: int) -> Value:
+    """bench_results/crossing.json: Milvus Lite's HNSW CPU ms per query at 200,000 vectors with this `ef`."""
+    return bench("crossing", "rows", {"engine": "Milvus Lite", "vectors": 200_000, "index": "HNSW", "ef": ef},
+                 "cpu_ms_per_query")
+
+
 def hnsw_cpu(reduce: Callable) -> Value:
     """CPU ms per query of HNSW (M = 8 to 32) at ef 320 and 640 on the 20,000 random vectors."""
 
@@ -682,8 +701,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"the best one \(([\d.]+)\)", derived(
         f"bench_results/{HUNDRED_K}.json, best HNSW recall@10",
         lambda: max(r["recall@10"] for r in bench_rows(HUNDRED_K, "synthetic", "settings") if "HNSW" in r["index"]))),
-    Claim(N03, r"costs (\d+) to \d+ ms of wall clock", one_per_call(min)),
-    Claim(N03, r"costs \d+ to (\d+) ms of wall clock", one_per_call(max)),
+    Claim(N03, r"costs (\d+) to \d+ ms of\s+wall clock", one_per_call(min)),
+    Claim(N03, r"costs \d+ to (\d+) ms of\s+wall clock", one_per_call(max)),
     Claim(N03, r"Sent (\d+)\s+per call", derived(
         "bench_results/index.json batch_study, largest batch",
         lambda: max(r["batch"] for r in bench_rows("index", "synthetic", "batch_study")))),
@@ -692,6 +711,10 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"falls ([\d.]+) to [\d.]+\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", min)),
     Claim(N03, r"falls [\d.]+ to ([\d.]+)\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", max)),
     Claim(N03, r"took (\d+) CPU seconds inside", setting(HUNDRED_K, DEFAULT_HNSW, "build_cpu_s", ef=640)),
+    Claim(N03, r"its size \(([\d.]+) MB\) is that of the\s+M=16 build",
+          setting("index", DEFAULT_HNSW, "index_mb", ef=640)),
+    Claim(N03, r"its size \(([\d.]+) MB\) is that of the\s+M=16 build",
+          setting("index", "HNSW", "index_mb", **M16, ef=640)),
     # section 5, where HNSW overtakes FLAT (bench_results/crossing.json)
     Claim(N03, r"\(about (\d+) minutes, on an idle", derived("bench_results/crossing.json total_s / 60",
                                                             lambda: bench("crossing", "total_s").get() / 60), rel=0.5),
@@ -728,8 +751,18 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"against Lite's (\d+) ms", LITE_HNSW_SINGLE_100K),
     Claim(N03, r"e5's sit between ([\d.]+) and", output(N00, 20, r"5th-95th percentile ([\d.]+)-")),
     Claim(N03, r"e5's sit between [\d.]+ and ([\d.]+)", output(N00, 20, r"5th-95th percentile [\d.]+-([\d.]+)")),
-    Claim(N03, r"The load average was low \(([\d.]+) at the start", bench("index", "loadavg_start", 0)),
-    Claim(N03, r"at the start, ([\d.]+) at the end, printed below", bench("index", "loadavg_end", 0)),
+    Claim(N03, r"The load average was ([\d.]+) at\s+the start", bench("index", "loadavg_start", 0)),
+    Claim(N03, r"at\s+the start and ([\d.]+) at the end \(printed below\)", bench("index", "loadavg_end", 0)),
+    # notebook 03, exercise 3's answer: one-run CPU ms per query at 200,000 vectors
+    Claim(solutions(N03), r"cost more \(([\d.]+) and [\d.]+ ms against", lite_hnsw_cpu_200k(32)),
+    Claim(solutions(N03), r"cost more \([\d.]+ and ([\d.]+) ms against", lite_hnsw_cpu_200k(64)),
+    Claim(solutions(N03), r"ms against ([\d.]+)\)", lite_hnsw_cpu_200k(128)),
+    Claim(N03, r"\(CPU ([\d.]+), [\d.]+; single query", crossing_table_ratio("cpu_ms_per_query", 1_000)),
+    Claim(N03, r"\(CPU [\d.]+, ([\d.]+); single query", crossing_table_ratio("cpu_ms_per_query", 2_000)),
+    Claim(N03, r"single query ([\d.]+), [\d.]+\)", crossing_table_ratio("p50_single_ms", 1_000)),
+    Claim(N03, r"single query [\d.]+, ([\d.]+)\)", crossing_table_ratio("p50_single_ms", 2_000)),
+    Claim(N03, r"ratio \(([\d.]+) at 5,000", crossing_table_ratio("cpu_ms_per_query", 5_000)),
+    Claim(N03, r"at 5,000, ([\d.]+) at 10,000\)", crossing_table_ratio("cpu_ms_per_query", 10_000)),
     Claim(N03, r"one run per size \(([\d.]+) at 20,000\)", derived(
         "bench_results/crossing.json, Milvus Lite FLAT / HNSW CPU ms per query at 20,000 vectors",
         lambda: crossing_cost("cpu_ms_per_query", 20_000, "FLAT").get()
