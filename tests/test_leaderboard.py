@@ -34,6 +34,7 @@ def test_the_readme_summary_is_what_the_json_renders() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert lb.summary_table() in readme, "the README's summary table is stale: paste `summary_table()` into it"
     assert lb.speed_summary() in readme, "the README's answer-speed paragraph is stale: paste `speed_summary()` into it"
+    assert lb.multihop_verdict() in readme, "the README's two-hop paragraph is stale: paste multihop_verdict() into it"
     assert len(readme) <= 15_000, f"the README has {len(readme)} characters: move detail to docs/benchmarks.md"
 
 
@@ -61,6 +62,16 @@ def test_paired_rows_quote_the_json() -> None:
     union = next(s for s in bench("advanced")["summary"]
                  if s["pipeline"] == "question + translation (union)" and s["set"] == "translated + hard")
     assert row("question + translation (union)").ci == tuple(union["recall@3 diff 95% CI"])
+
+
+def test_two_hop_rows_quote_the_held_out_half() -> None:
+    two_hop = bench("multihop_held_out")
+    assert two_hop["setup"]["split"] == "held_out"
+    bridge = next(p for p in two_hop["paired"]
+                  if p["questions"] == "all" and p["comparison"] == "bridge - rag_extractive")
+    found = row("two-hop bridge (copy the bridge, search it, read the union)")
+    assert (found.diff, found.ci, found.n) == (bridge["F1 diff"], tuple(bridge["F1 diff ci"]), bridge["n"])
+    assert lb.interval(bridge["evidence diff"], bridge["evidence diff ci"], 2) in found.elsewhere
 
 
 def test_answer_costs_come_from_the_run_the_differences_come_from() -> None:
@@ -148,3 +159,21 @@ def test_durability_section_quotes_the_json() -> None:
     assert "bench_results/durability.json" in text
     for r in bench("durability")["rows"]:
         assert f"| {r['durability']} | {lb.ms(r['ms per step (median)'])} | {r['checkpoints per run']} |" in text
+
+
+def test_the_verdicts_notebook_14_writes_follow_their_intervals() -> None:
+    rows = {r.technique: r for r in lb.leaderboard()}
+    hybrid, stop = rows["hybrid RRF (dense + BM25)"], rows["BM25 with a stop-word filter (punctuation, particles)"]
+    hyde, union = rows["HyDE, passage in the question's language"], rows["question + translation (union)"]
+    gold, agent = rows["gold context (the bound: perfect retrieval)"], rows[
+        "tool-calling agent (create_agent, constrained steps)"]
+    assert hybrid.ci[0] > 0 and stop.ci[0] <= 0 <= stop.ci[1] and hyde.ci[1] < 0 and union.ci[0] > 0
+    crag_split = lb.answers_paired("crag_extractive - rag_extractive", "split")
+    judge, judge_split = (lb.answers_paired("judge_extractive - rag_extractive", s) for s in ("local", "split"))
+    assert gold.ci[0] <= 0 <= gold.ci[1] and crag_split["F1 diff ci"][0] > 0 and judge_split["F1 diff ci"][1] < 0
+    assert judge["F1 diff ci"][0] <= 0 <= judge["F1 diff ci"][1]
+    unseen_bounds = lb.agent_pair(held_out=True)[1]
+    assert unseen_bounds[0] <= 0 <= unseen_bounds[1] and agent.ci[1] < 0
+    assert rows["reranking: e5 re-scorer (two-stage)"].ci is None  # point values only: no verdict
+    assert rows["parent-child (120-char children, whole context)"].ci is None
+    assert all(p.name != "gold" for p in lb.answer_points())  # a bound, not a pipeline on the front

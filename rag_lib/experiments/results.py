@@ -97,7 +97,8 @@ def agent_paired(bench: dict[str, Any]) -> dict[str, Any]:
     """CRAG minus agent, paired per question, from bench_results/agent.json: on all the questions both answers were
     scored on, on those CRAG was not tuned on (CRAG_TUNED_ON), on the web ones among them, and the seconds. Returns
     {"tuned on": kinds of the questions CRAG was tuned on, "all": kinds of all questions, "held out": kinds of the
-    scored questions it was not tuned on (in-process), "table": {path: {row: "diff [low, high]"}}}, a 95% paired bootstrap each."""
+    scored questions it was not tuned on (in-process), "table": {path: {row: "diff [low, high]"}}}, a 95% paired
+    bootstrap each."""
     from collections import Counter
 
     from rag_lib.experiments.evaluation import paired_difference
@@ -125,7 +126,8 @@ def agent_paired(bench: dict[str, Any]) -> dict[str, Any]:
         if label == "local" or not paired["held out"]:
             paired["held out"] = dict(Counter(kinds[q] for q in unseen))
         paired["table"][label] = {
-            f"CRAG minus agent, gold held: all {len(scored)} paired": a_minus_b(correct["crag"], correct["agent"], scored),
+            f"CRAG minus agent, gold held: all {len(scored)} paired": a_minus_b(correct["crag"], correct["agent"],
+                                                                                scored),
             f"... the {len(unseen)} CRAG was not tuned on": a_minus_b(correct["crag"], correct["agent"], unseen),
             f"... the {len(web_unseen)} web ones among them": a_minus_b(correct["crag"], correct["agent"], web_unseen),
             f"agent minus CRAG, seconds: {len(seconds['crag'])} paired": a_minus_b(
@@ -145,7 +147,8 @@ def agent_tables(label: str, parts: dict[str, Any]) -> str:
     compared = [
         {"model": label, "pipeline": pipeline, "correct": s["correct"]["all"]["rate"],
          "95% CI": s["correct"]["all"]["ci95"], "first step right": s["first_step_right"]["all"]["rate"],
-         "first step 95% CI": s["first_step_right"]["all"]["ci95"], "expected trajectory": s["expected_trajectory"]["all"]["rate"],
+         "first step 95% CI": s["first_step_right"]["all"]["ci95"],
+         "expected trajectory": s["expected_trajectory"]["all"]["rate"],
          "LLM calls": s["mean_llm_calls"], "tool calls": s["mean_tool_calls"], "median s": s["median_s"]}
         for pipeline, s in parts.get("compare", {}).get("summary", {}).items()
     ]

@@ -25,7 +25,12 @@ from rag_lib.experiments.leaderboard.numbers import (
     table,
 )
 from rag_lib.experiments.leaderboard.page import render
-from rag_lib.experiments.leaderboard.page_answers import ANSWER_LABELS, COMPARISONS, durability_section
+from rag_lib.experiments.leaderboard.page_answers import (
+    ANSWER_LABELS,
+    COMPARISONS,
+    durability_section,
+    multihop_verdict,
+)
 from rag_lib.experiments.leaderboard.pareto import Point, answer_points, pareto_front, retrieval_points
 from rag_lib.experiments.leaderboard.rows import (
     COMPLETE,
@@ -42,6 +47,7 @@ from rag_lib.experiments.leaderboard.rows import (
     leaderboard,
     negated,
     speed_summary,
+    summary_row,
     summary_table,
 )
 
@@ -49,6 +55,6 @@ __all__ = [
     "ANSWER_LABELS", "BENCH", "COMPARISONS", "COMPLETE", "DENSE", "ENSEMBLE", "FUSED", "PARENT", "Point", "RERANK",
     "RESAMPLES", "RRF", "Row", "SEED", "WEIGHTED", "agent_held_out_kinds", "agent_pair", "answer_pair",
     "answer_points", "answers_paired", "durability_section", "fusion_vs", "interval", "leaderboard", "ms",
-    "negated", "paired", "paired_interval", "pareto_front", "render", "results", "retrieval_points", "share",
-    "signed", "speed_summary", "summary_table", "table",
+    "multihop_verdict", "negated", "paired", "paired_interval", "pareto_front", "render", "results",
+    "retrieval_points", "share", "signed", "speed_summary", "summary_row", "summary_table", "table",
 ]

@@ -96,11 +96,14 @@ def matched_medians(file: str, pipeline: str, baseline: str) -> tuple[float, flo
     return float(np.median(pairs[:, 0])), float(np.median(pairs[:, 1]))
 
 
-def condense_pair() -> tuple[float, tuple, int]:
-    """Hit@1 of the condensed follow-up minus the follow-up as written, paired over the conversations."""
-    ranks = [c["ranks"] for c in results("chat")["conversations"]]
-    mean, bounds = paired_interval([float(r["condensed"] == 1) - float(r["as written"] == 1) for r in ranks])
-    return mean, bounds, len(ranks)
+def condense_pair(query: str = "condensed", key: str = "ranks") -> tuple[float, tuple, int]:
+    """Hit@1 (key "ranks") or kept above the cutoff (key "kept above the cutoff") of a rewritten follow-up
+    (`query`: "condensed" or "joined to the first question") minus the follow-up as written, paired over the
+    conversations."""
+    found = [c[key] for c in results("chat")["conversations"]]
+    mean, bounds = paired_interval([float(r[query] in (1, True)) - float(r["as written"] in (1, True))
+                                    for r in found])
+    return mean, bounds, len(found)
 
 
 def share(value: float, digits: int = 3) -> str:

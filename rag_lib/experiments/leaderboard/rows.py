@@ -145,7 +145,8 @@ def search_rows() -> list[Row]:
     return [
         Row("retrieval", "BM25 with a stop-word filter (punctuation, particles)", "BM25, jieba alone", "R@1",
             stop["R@1 - flushed once"], tuple(stop["95% CI"]),
-            f"{ms(stop['p50 ms'])} vs {ms(lite_row('lite', 'BM25, flushed once')['p50 ms'])} ms/q", TRIAL,
+            f"{ms(stop['p50 ms'])} vs {ms(lite_row('lite', 'BM25, flushed once')['p50 ms'])} ms/q (one flushed "
+            "segment, lite.json: not comparable with retrieval.json's ms)", TRIAL,
             "stop words fixed by hand", "lite.json, lite_dev.json",
             elsewhere=dev_pair((stop_dev["R@1 - flushed once"], stop_dev["95% CI"]))),
         Row("retrieval", "hybrid RRF (dense + BM25)", "dense e5 alone", "R@1", *rrf,
@@ -173,7 +174,8 @@ def structure_rows() -> list[Row]:
         Row("retrieval", "chunking: LangChain RecursiveCharacterTextSplitter defaults",
             "recursive_split with Chinese separators", "R@1", chunking["R@1 diff"],
             tuple(chunking["R@1 diff 95% CI"]),
-            f"{ms(chunking['p50 ms langchain'])} vs {ms(chunking['p50 ms rag_lib'])} ms/q (loaded machine)",
+            f"{ms(chunking['p50 ms langchain'])} vs {ms(chunking['p50 ms rag_lib'])} ms/q, side by side on a loaded "
+            "machine (components.json): compare within this row only",
             TRIAL + " (BM25 jieba alone)", NOT_TUNED, "components.json"),
         Row("retrieval", "reranking: e5 re-scorer (two-stage)", "hybrid RRF", "R@1", point("retrieval", RERANK, RRF),
             None, f"{p50(RERANK)} vs {p50(RRF)}", TRIAL, NOT_TUNED, "retrieval.json"),
@@ -240,7 +242,21 @@ def query_rows() -> list[Row]:
             f"answer vs {chat['median s, first turn']:.1f} s for a first turn",
             f"{n} two-turn conversations, no similarity cutoff", NOT_TUNED, "chat.json",
             elsewhere=f"the gold file kept above the app's cutoff: {interval(kept, kept_bounds)}", n=n),
+        joined_row(),
     ]
+
+
+def joined_row() -> Row:
+    """Joining the follow-up to the previous question (no model call), the cheaper rewrite notebook 08 measures."""
+    joined, bounds, n = condense_pair("joined to the first question")
+    kept, kept_bounds, _ = condense_pair("joined to the first question", "kept above the cutoff")
+    versus = pick(results("chat")["retrieval"], query="joined to the first question")
+    condensed = interval(versus["condensed minus this, kept"], versus["condensed minus this, kept 95% CI"])
+    return Row("query", "rewrite: join the follow-up to the previous question (no model call)",
+               "the follow-up as written", "hit@1", joined, bounds, "0 LLM calls",
+               f"{n} two-turn conversations, no similarity cutoff", NOT_TUNED, "chat.json",
+               elsewhere=f"the gold file kept above the app's cutoff: {interval(kept, kept_bounds)}; condensed minus "
+               f"joined, kept: {condensed}", n=n)
 
 
 def summary_row(pipeline: str, setting: str = "local") -> dict:
@@ -261,6 +277,18 @@ def answer_cost(pipeline: str, setting: str = "local") -> str:
     return f"{calls(row['LLM calls'], 1)}, {row['s p50']:.1f} s/answer"
 
 
+def multihop_pair(pipeline: str) -> dict:
+    """`pipeline` minus plain RAG on all held-out two-hop questions (multihop_held_out.json's paired table)."""
+    return pick(results("multihop_held_out")["paired"], comparison=f"{pipeline} - rag_extractive", questions="all")
+
+
+def multihop_cost(pipeline: str) -> str:
+    """Mean LLM calls and median seconds of `pipeline` against plain RAG's, on the held-out two-hop run."""
+    rows = results("multihop_held_out")["summary"]
+    mine, rag = (pick(rows, questions="all", pipeline=name) for name in (pipeline, "rag_extractive"))
+    return f"{calls(mine['LLM calls'], 1)}, {mine['s p50']:.1f} vs {rag['s p50']:.1f} s/answer (the same questions)"
+
+
 def paired_answer_row(technique: str, comparison: str, baseline: str, tuned: str, elsewhere: str = "") -> Row:
     """An answer pipeline against plain RAG on the local setting (answers.json's paired table), then the split
     setting (half of the paragraphs only in the offline web corpus)."""
@@ -277,7 +305,8 @@ def answer_rows() -> list[Row]:
     rag, rag_bounds, n = answer_pair("local", "rag_extractive", "llm_only")
     extractive = answers_paired("rag_extractive - rag")
     gold = answers_paired("gold - rag_extractive")
-    hop = pick(results("multihop")["paired"], comparison="judge_extractive - rag_extractive", questions="all")
+    hop = multihop_pair("judge_extractive")
+    bridge = multihop_pair("bridge")
     agent, agent_bounds, agent_n = agent_pair()
     unseen, unseen_bounds, unseen_n = agent_pair(held_out=True)
     server, server_bounds, _ = agent_pair("qwen-local")
@@ -295,13 +324,20 @@ def answer_rows() -> list[Row]:
         paired_answer_row("Corrective RAG (grade, rewrite, web search)", "crag_extractive - rag_extractive",
                           "plain RAG", "grader prompt written on data/ passages"),
         paired_answer_row("RAG with a judge (follow-up searches)", "judge_extractive - rag_extractive", "plain RAG",
-                          NOT_TUNED, f"two-hop questions: {interval(hop['F1 diff'], hop['F1 diff ci'], 2)}"),
+                          NOT_TUNED, f"{hop['n']} held-out two-hop questions: "
+                          f"{interval(hop['F1 diff'], hop['F1 diff ci'], 2)}"),
+        Row("answer", "two-hop bridge (copy the bridge, search it, read the union)", "plain RAG", "F1",
+            bridge["F1 diff"], tuple(bridge["F1 diff ci"]), multihop_cost("bridge"),
+            f"{bridge['n']} held-out two-hop questions (data/docs + data/web)",
+            "search depth, read rule and options chosen on the tune half", "multihop_held_out.json", 2,
+            f"evidence found: {interval(bridge['evidence diff'], bridge['evidence diff ci'], 2)}", bridge["n"]),
         Row("answer", "gold context (the bound: perfect retrieval)", "plain RAG", "F1", gold["F1 diff"],
             tuple(gold["F1 diff ci"]), answer_cost("gold"), f"{gold['n']} CMRC trial questions", NOT_TUNED,
             "answers.json", 2),
         Row("answer", "tool-calling agent (create_agent, constrained steps)", "Corrective RAG", "answer holds gold",
-            agent, agent_bounds, f"{calls(agent_s['agent']['mean_llm_calls'], 2)}, "
-            f"{agent_s['agent']['median_s']:.1f} vs {agent_s['crag']['median_s']:.1f} s/answer",
+            agent, agent_bounds, f"{agent_s['agent']['mean_llm_calls']:.2f} vs {agent_s['crag']['mean_llm_calls']:.2f} "
+            f"LLM calls; {agent_s['agent']['median_s']:.1f} vs {agent_s['crag']['median_s']:.1f} s/answer at load "
+            f"{results('agent')['local']['load_at_start'][0]:.1f} (agent.json)",
             f"{agent_n} course questions (docs, web, none)",
             "Corrective RAG's cutoff was calibrated on the documents questions (notebook 10)", "agent.json", 2,
             f"the {unseen_n} questions Corrective RAG was not tuned on ({agent_held_out_kinds()}): "
@@ -330,6 +366,7 @@ SUMMARY = ("hybrid RRF (dense + BM25)", "parent-child (120-char children, whole 
            "per-context fusion (five searches)", "question + translation (union)",
            "HyDE, passage in the question's language", "plain RAG: hybrid retrieval, k=3, extractive answer",
            "Corrective RAG (grade, rewrite, web search)", "RAG with a judge (follow-up searches)",
+           "two-hop bridge (copy the bridge, search it, read the union)",
            "tool-calling agent (create_agent, constrained steps)")
 
 
