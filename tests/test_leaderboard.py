@@ -177,3 +177,7 @@ def test_the_verdicts_notebook_14_writes_follow_their_intervals() -> None:
     assert rows["reranking: e5 re-scorer (two-stage)"].ci is None  # point values only: no verdict
     assert rows["parent-child (120-char children, whole context)"].ci is None
     assert all(p.name != "gold" for p in lb.answer_points())  # a bound, not a pipeline on the front
+    two_hop = {p["comparison"]: p for p in lb.results("multihop_held_out")["paired"] if p["questions"] == "all"}
+    assert two_hop["judge_extractive - rag_extractive"]["F1 diff ci"][1] < 0  # "it loses"
+    low, high = two_hop["bridge - rag_extractive"]["F1 diff ci"]
+    assert low <= 0 <= high  # "no measurable difference"
