@@ -723,7 +723,7 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"its size \(([\d.]+) MB\) is that of the\s+M=16 build",
           setting("index", "HNSW", "index_mb", **M16, ef=640)),
     # section 5, where HNSW overtakes FLAT (bench_results/crossing.json)
-    Claim(N03, r"\(about (\d+) minutes, on an idle", derived("bench_results/crossing.json total_s / 60",
+    Claim(N03, r"\(about (\d+) minutes, load printed", derived("bench_results/crossing.json total_s / 60",
                                                             lambda: bench("crossing", "total_s").get() / 60), rel=0.5),
     Claim(N03, r"collections of ([\d,]+) to [\d,]+ such", derived(
         "bench_results/crossing.json smallest size",
