@@ -93,6 +93,12 @@ def advanced_table(results: dict) -> list[dict]:
 CRAG_TUNED_ON = ("sample_questions.json", "web_questions.json")
 
 
+def crag_tuned_on() -> set[str]:
+    """The questions of CRAG_TUNED_ON's files, the ones Corrective RAG was measured in-sample on."""
+    files = (PROJECT_ROOT / "data" / name for name in CRAG_TUNED_ON)
+    return {q["question"] for file in files for q in json.loads(file.read_text(encoding="utf-8"))}
+
+
 def agent_paired(bench: dict[str, Any]) -> dict[str, Any]:
     """CRAG minus agent, paired per question, from bench_results/agent.json: on all the questions both answers were
     scored on, on those CRAG was not tuned on (CRAG_TUNED_ON), on the web ones among them, and the seconds. Returns
@@ -103,15 +109,13 @@ def agent_paired(bench: dict[str, Any]) -> dict[str, Any]:
 
     from rag_lib.experiments.evaluation import paired_difference
 
-    def questions_of(name: str) -> list[dict]:
-        return json.loads((PROJECT_ROOT / "data" / name).read_text(encoding="utf-8"))
-
     def a_minus_b(a: dict, b: dict, group: list[str], digits: int = 3) -> str:
         diff, low, high = paired_difference([a[q] for q in group], [b[q] for q in group])
         return f"{diff:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
-    seen = {q["question"] for name in CRAG_TUNED_ON for q in questions_of(name)}
-    kinds = {q["question"]: q["kind"] for q in questions_of("agent_questions.json")}
+    seen = crag_tuned_on()
+    kinds = {q["question"]: q["kind"]
+             for q in json.loads((PROJECT_ROOT / "data" / "agent_questions.json").read_text(encoding="utf-8"))}
     paired: dict[str, Any] = {"tuned on": dict(Counter(k for q, k in kinds.items() if q in seen)),
                               "all": dict(Counter(kinds.values())), "held out": {}, "table": {}}
     for label in ("local", "qwen-local"):

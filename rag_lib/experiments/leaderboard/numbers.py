@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from rag_lib.experiments.results import crag_tuned_on
+
 ROOT = Path(__file__).resolve().parents[3]  # the repository root
 
 
@@ -58,12 +60,6 @@ def answer_pair(file: str, pipeline: str, baseline: str, metric: str = "f1") -> 
     diffs = [r[metric] - base[r["id"]] for r in rows if r["pipeline"] == pipeline and r["id"] in base]
     mean, bounds = paired_interval(diffs)
     return mean, bounds, len(diffs)
-
-
-def crag_tuned_on() -> set[str]:
-    """The questions Corrective RAG was tuned on: its cutoff on the sample questions, its grader on the web ones."""
-    files = (ROOT / "data" / name for name in ("sample_questions.json", "web_questions.json"))
-    return {q["question"] for file in files for q in json.loads(file.read_text(encoding="utf-8"))}
 
 
 def agent_pair(path: str = "local", held_out: bool = False) -> tuple[float, tuple, int]:
