@@ -999,10 +999,6 @@ CLAIMS: list[Claim] = [
             answers_pair("local", CRAG_PAIR, "evidence diff" + key, *i))
       for pattern, key, i in ((r"(-[.\d]+) \[", "", ()), (r"-[.\d]+ \[(-[.\d]+),", " ci", (0,)),
                               (r"-[.\d]+ \[-[.\d]+, (-[.\d]+)\]", " ci", (1,)))],
-    # the egg question's passages in RRF order (cell 27): the second and third cosines, out of cosine order
-    Claim(N09, r"the second, cosine ([.\d]+), comes", output(N09, 27, r"-> retrieve\n\s+[.\d]+ [^\n]*\n\s+([.\d]+) ")),
-    Claim(N09, r"comes before the third, ([.\d]+),",
-          output(N09, 27, r"-> retrieve\n\s+[.\d]+ [^\n]*\n\s+[.\d]+ [^\n]*\n\s+([.\d]+) ")),
     Claim(N09, r"Its cost: ([.\d]+)\s+model calls", answers_row("local", "crag_extractive", "LLM calls")),
     Claim(N09, r"model calls per question\s+against ([.\d]+) all local",
           answers_row("local", "rag_extractive", "LLM calls")),
