@@ -1552,7 +1552,6 @@ def p50_14(pipeline: str) -> Value:
 
 
 CLAIMS += [
-    Claim(N14, r"about 3/n: (\d+)% for 23 questions", derived("the rule of three, 3/23", lambda: 300 / 23)),
     Claim(N14, r"accepts the local passages \((\d+) of the", output(N14, 12, r"graded correct\s+(\d+) answers")),
     Claim(N14, r"a median of (\d+) prompt\s+tokens", output(N14, 12, r"graded correct\s+\d+ answers, median\s+(\d+)")),
     Claim(N14, r"against plain RAG's (\d+), and", output(N14, 12, r"plain RAG\s+\d+ answers, median\s+(\d+)")),
