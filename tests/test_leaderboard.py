@@ -81,6 +81,15 @@ def test_answer_costs_come_from_the_run_the_differences_come_from() -> None:
     assert row("RAG with a judge (follow-up searches)").cost == expected
 
 
+def test_node_group_costs_count_the_model_calls_made_at_indexing() -> None:
+    documents = json.loads((ROOT / "data" / "derived" / "node_groups.json").read_text(encoding="utf-8"))["documents"]
+    median = np.median([entry["seconds"] for entry in documents.values()])
+    indexing = f"at indexing 1 LLM call per document ({len(documents)} documents, median {median:.0f} s each)"
+    for technique in ("node groups (LLM summaries, keywords, QA pairs)", "multi-path (dense + BM25 + node groups)"):
+        cost = row(technique).cost
+        assert cost.startswith("0 LLM calls per query, ") and cost.endswith(indexing), cost
+
+
 def test_agent_row_gives_the_questions_crag_was_not_tuned_on() -> None:
     held_out, bounds, n = lb.agent_pair(held_out=True)
     assert 0 < n < lb.agent_pair()[2]

@@ -30,6 +30,19 @@ def results(name: str) -> dict:
 
 
 @cache
+def node_groups() -> dict:
+    """data/derived/node_groups.json, the node groups the advanced benchmark indexes: written once at indexing, one
+    structured LLM call per document (`rag_lib.experiments.node_groups.precompute`), with its seconds."""
+    return json.loads((ROOT / "data" / "derived" / "node_groups.json").read_text(encoding="utf-8"))
+
+
+def node_group_indexing() -> str:
+    """`at indexing 1 LLM call per document (24 documents, median 55 s each)`: node groups' cost before any query."""
+    seconds = [entry["seconds"] for entry in node_groups()["documents"].values()]
+    return f"at indexing 1 LLM call per document ({len(seconds)} documents, median {np.median(seconds):.0f} s each)"
+
+
+@cache
 def runs(name: str) -> tuple[dict, ...]:
     """The per-question rows of bench_results/answers_runs/<name>.jsonl."""
     lines = (BENCH / "answers_runs" / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()

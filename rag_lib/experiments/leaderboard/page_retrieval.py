@@ -9,6 +9,7 @@ from rag_lib.experiments.leaderboard.numbers import (
     interval,
     measured,
     ms,
+    node_group_indexing,
     one,
     results,
     section,
@@ -194,7 +195,8 @@ def advanced_section() -> str:
         "hand into the other language of their document, vague or cross-lingual hard ones, and the sample questions "
         "as written as a control. A hit is the right file among the first 3 distinct files of 10 chunks; paired "
         "differences to hybrid search on the question. Replies that came back in the other language: translation "
-        f"{share(other['translation'], 2)}, HyDE {share(other['hyde other language'], 2)}.",
+        f"{share(other['translation'], 2)}, HyDE {share(other['hyde other language'], 2)}. LLM calls are counted per "
+        f"question; node groups pay theirs before, {node_group_indexing()}.",
         table(["questions", "pipeline", "n", "LLM calls", "recall@3", "recall@3 - hybrid [95% CI]", "MRR@10",
                "s per question"], rows))
 
