@@ -425,9 +425,9 @@ def rows_of(name: str, cell: int, pattern: str) -> list[tuple[str, ...]]:
     return [m if isinstance(m, tuple) else (m,) for m in re.findall(pattern, output_text(name, cell), flags=re.M)]
 
 
-# Notebook 04, section 2: cell 14 counts the hand-made queries' ranks per strategy and kind of query.
+# Notebook 04, section 2: cell 23 counts the hand-made queries' ranks per strategy and kind of query.
 SUMMARY_04 = r"(\d+) first, (\d+) in top 3 \(of (\d+)\)"
-RAW_TOP_04 = output(N04, 9, r"weighted 0\.9/0\.1, raw\s+\S+ #\d+ \(([\d.]+)\)")
+RAW_TOP_04 = output(N04, 15, r"weighted 0\.9/0\.1, raw\s+\S+ #\d+ \(([\d.]+)\)")
 
 
 def summary_04(strategy: str, kind: str, what: str) -> Value:
@@ -436,12 +436,12 @@ def summary_04(strategy: str, kind: str, what: str) -> Value:
     pattern = rf"(?m)^{re.escape(strategy)}\s+{SUMMARY_04}\s+{SUMMARY_04}\s*$"
 
     def get() -> float:
-        match = re.search(pattern, output_text(N04, 14))
+        match = re.search(pattern, output_text(N04, 23))
         if not match:
-            raise LookupError(f"no row {strategy!r} in {N04} cell 14 output: the output changed, update the claim")
+            raise LookupError(f"no row {strategy!r} in {N04} cell 23 output: the output changed, update the claim")
         return float(match.group(column))
 
-    return derived(f"{N04} cell 14 output, {strategy} {kind} {what}", get)
+    return derived(f"{N04} cell 23 output, {strategy} {kind} {what}", get)
 
 
 def fusion_diff_04(pipeline: str) -> Callable[..., Value]:
@@ -537,11 +537,6 @@ def interval_claims(notebook: str, prefix: str, value: Callable[..., Value], key
     return [Claim(notebook, whole(sign, d, d), value(key)),
             Claim(notebook, whole(d, sign, d), value(f"{key} 95% CI", 0)),
             Claim(notebook, whole(d, d, sign), value(f"{key} 95% CI", 1))]
-
-
-def fused_04(part: str, name: str, *key: Any) -> Value:
-    """bench_results/retrieval.json, per-context fusion section: a pipeline's row on `part` (all / half B)."""
-    return bench("retrieval", "per-context fusion", part, name, *key)
 
 
 def metric_claims(notebook: str, template: str, value: Callable[[str], Value]) -> list[Claim]:
@@ -1225,11 +1220,11 @@ CLAIMS: list[Claim] = [
     # ---- 04 hybrid search
     # section 1: the fusions of one paraphrase
     Claim(N04, r"fused score of ([\d.]+) \(section 1\)", RAW_TOP_04),
-    Claim(N04, r"tenth spans 0\.1 × \(([\d.]+) − ", output(N04, 5, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
-    Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", output(N04, 5, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
-    Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", output(N04, 5, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
-    Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", output(N04, 5, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
-    # section 2: the hand-made queries (cell 14 counts the ranks table of cell 13)
+    Claim(N04, r"tenth spans 0\.1 × \(([\d.]+) − ", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+    Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+    Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    # section 2: the hand-made queries (cell 23 counts the ranks table of cell 22)
     Claim(N04, r"BM25 ranks the right file first on (\d) of the \d \(second", summary_04("sparse", "keyword", "first")),
     Claim(N04, r"BM25 ranks the right file first on \d of the (\d) \(second", summary_04("sparse", "keyword", "of")),
     Claim(N04, r"dense ranks the right file first on (\d) of the \d; BM25", summary_04("dense", "paraphrase", "first")),
@@ -1239,10 +1234,10 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"but first on only \d of the (\d): the wrong", summary_04("RRF", "keyword", "of")),
     Claim(N04, r"ranks it first on (\d) keywords and \d paraphrases", summary_04("min-max", "keyword", "first")),
     Claim(N04, r"ranks it first on \d keywords and (\d) paraphrases", summary_04("min-max", "paraphrase", "first")),
-    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 14 output, min-max top-3 counts, both kinds",
+    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 23 output, min-max top-3 counts, both kinds",
                                                       lambda: sum(summary_04("min-max", k, "top 3").get()
                                                                   for k in ("keyword", "paraphrase")))),
-    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 14 output, queries of both kinds",
+    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 23 output, queries of both kinds",
                                                       lambda: sum(summary_04("min-max", k, "of").get()
                                                                   for k in ("keyword", "paraphrase")))),
     Claim(N04, r"BM25 ranks the right file first on (\d) of \d\s+keywords", summary_04("sparse", "keyword", "first")),
@@ -1279,23 +1274,16 @@ CLAIMS: list[Claim] = [
                      fusion_diff_04("weighted, dense share 0.5"), "R@1 - default", suffix=" at 0.5"),
     *interval_claims(N04, r"0\.6 gives ", fusion_diff_04("weighted, dense share 0.6"), "R@1 - default"),
     Claim(N04, r"and 0\.4 \+([\d.]+): no", fusion_row("weighted, dense share 0.4", "R@1 - default")),
-    # section 4: bench_results/retrieval.json (trial) and retrieval_dev.json (held out)
-    Claim(N04, r"(\d+)\s+paragraphs that took no part", bench("retrieval_dev", "setup", "contexts")),
-    *interval_claims(N04, r"were chosen \(", lambda key, *end: fused_04("all", PARENT, key, *end),
-                     "fused - this, R@1"),
+    # section 3, beyond two lists: bench_results/retrieval_dev.json (held out)
     *interval_claims(N04, r"held-out dev split \(", lambda key, *end: dev_fused_04(PARENT, key, *end),
                      "fused - this, R@1"),
-    *interval_claims(N04, r"per-context fusion gains ", lambda key, *end: fused_04("all", WEIGHTED, key, *end),
-                     "fused - this, R@1"),
-    *interval_claims(N04, r"the interval includes zero \(", lambda key, *end: dev_fused_04(WEIGHTED, key, *end),
-                     "fused - this, R@1"),
     # the exercises' answers, written as comments in their solution cells
-    Claim(solutions(N04), r"2nd in both lists: 2 / 62 = ([\d.]+)", output(N04, 27, r"by hand ([\d.]+)")),
-    Claim(solutions(N04), r"on all (\d+) questions \(MRR", output(N04, 29, r"(\d+) questions \|")),
-    Claim(solutions(N04), r"\(MRR ([\d.]+)\)", output(N04, 29, r"'min-max': ([\d.]+)")),
-    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 29, r"'sparse': ([\d.]+)")),
-    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 29, r"'RRF': ([\d.]+)")),
-    Claim(solutions(N04), r"= [\d.]+ / (\d+)\)", output(N04, 29, r"(\d+) questions \|")),
+    Claim(solutions(N04), r"2nd in both lists: 2 / 62 = ([\d.]+)", output(N04, 39, r"by hand ([\d.]+)")),
+    Claim(solutions(N04), r"on all (\d+) questions \(MRR", output(N04, 41, r"(\d+) questions \|")),
+    Claim(solutions(N04), r"\(MRR ([\d.]+)\)", output(N04, 41, r"'min-max': ([\d.]+)")),
+    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 41, r"'sparse': ([\d.]+)")),
+    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 41, r"'RRF': ([\d.]+)")),
+    Claim(solutions(N04), r"= [\d.]+ / (\d+)\)", output(N04, 41, r"(\d+) questions \|")),
     # ---- 05 query transformation
     Claim(N05, r"about ([\d.]+) minutes? on a 2-core", minutes(N05), rel=0.5),
     Claim(N05, r"measurement on (\d+) questions is read", set_size_05(CROSS_05)),
