@@ -400,8 +400,6 @@ def fusion_row(pipeline: str, field: str, index: int | None = None, scale: float
     return Value(f"bench_results/fusion.json {path}", lambda: scale * fusion_value(pipeline, field, index))
 LC_SPLITTER, OUR_SPLITTER = ("RecursiveCharacterTextSplitter(300, 50), default separators",
                              "rag_lib.chunking.recursive_split(300, 50)")
-MULTI_QUERY, HYDE = ("MultiQueryRetriever.from_llm(dense Retriever)",
-                     "Retriever(embeddings=HypotheticalDocumentEmbedder)")
 
 
 def component(langchain: str, *metric: Any, scale: float = 1.0) -> Value:
@@ -1340,18 +1338,8 @@ CLAIMS: list[Claim] = [
     *diff_claims_05(r"in the other language,\s+", HYDE_O_05, CROSS_05),
     Claim(N05, r"Only (\d+)% of\s+those",
           bench("advanced", "setup", "replies in the other language", "hyde other language", scale=100)),
-    Claim(N05, r"about twice as slow\s+here \(p50 ([\d,]+) against",
-          output(N05, 21, r"multi-query \(LLM\)\s+[\d,]+ / ([\d,]+)")),
-    Claim(N05, r"here \(p50 [\d,]+ against ([\d,]+) ms", output(N05, 21, r"multi-query \(LLM\)\s+([\d,]+) / [\d,]+")),
     Claim(N05, r"about ([\d.]+) wide on each side", half_width_05(TRANSLATION_05, CROSS_05), tol=0.05),
     Claim(N05, r"wide on each side on (\d+) questions", set_size_05(CROSS_05)),
-    # ---- 05, section 8: LangChain's components on CMRC (bench_results/components.json)
-    Claim(N05, r"LLM\s+pairs on (\d+) questions", bench("components", "setup", "llm questions")),
-    Claim(N05, r"On these (\d+) questions neither", bench("components", "setup", "llm questions")),
-    *interval_claims(N05, r"\(R@1 ", lambda *m: component(MULTI_QUERY, *m), "R@1 diff", suffix=" each"),
-    *interval_claims(N05, r"\(R@1 ", lambda *m: component(HYDE, *m), "R@1 diff", suffix=" each"),
-    Claim(N05, r"dense search alone \(([\d.]+), \d+ of", components_pipeline("dense Retriever alone (no LLM)", "R@1")),
-    Claim(N05, r"dense search alone \([\d.]+, (\d+) of 30", output(N05, 21, r"\((\d+) of \d+ first\)")),
     # ---- 05, takeaways
     Claim(N05, r"first;\s+(\d+) hand-written", HARD_COUNT_05),
     Claim(N05, r"miss it (\d+) times", MISSED_05),
