@@ -454,11 +454,11 @@ def dev_fused_04(name: str, *key: Any) -> Value:
 
 # Notebook 05, section 1: the hand-written questions and the baseline rank of their file.
 HARD_05 = r"^\d+\s+.*\s(?:en|zh) -> (?:en|zh)\s+\S+\s+(\d+|-)\s+\S+\s*$"
-HARD_COUNT_05 = derived(f"{N05} cell 3 output, rows of the hard-question table", lambda: len(rows_of(N05, 3, HARD_05)))
-K_05 = code(N05, 3, r"K = (\d+)")
-SAMPLE_05 = output(N05, 3, r"\{1: (\d+)\}")
-MISSED_05 = derived(f"{N05} cell 3 output, hard questions ranked '-'",
-                    lambda: sum(r == ("-",) for r in rows_of(N05, 3, HARD_05)))
+HARD_COUNT_05 = derived(f"{N05} cell 9 output, rows of the hard-question table", lambda: len(rows_of(N05, 9, HARD_05)))
+K_05 = code(N05, 6, r"K = (\d+)")
+SAMPLE_05 = output(N05, 9, r"\{1: (\d+)\}")
+MISSED_05 = derived(f"{N05} cell 9 output, hard questions ranked '-'",
+                    lambda: sum(r == ("-",) for r in rows_of(N05, 9, HARD_05)))
 
 
 def crosslingual_05(same_language: bool) -> Value:
@@ -511,14 +511,14 @@ MULTI_QUERY_COST_05 = derived(
 
 
 def against_union_05(pipeline: str) -> Callable[..., Value]:
-    """Notebook 05 cell 18's second table: `pipeline`'s recall@3 difference to "question + translation (union)",
+    """Notebook 05 cell 35's table: `pipeline`'s recall@3 difference to "question + translation (union)",
     as `interval_claims` asks for it (a key, then 0 or 1 for the interval's ends)."""
     number = r"[+-][\d.]+"
 
     def value(_key: str, *end: int) -> Value:
         parts = [number, number, number]
         parts[0 if not end else end[0] + 1] = f"({number})"
-        return output(N05, 18, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
+        return output(N05, 35, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
 
     return value
 
@@ -1291,15 +1291,15 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"hard ones, (\d+) miss", MISSED_05),
     Claim(N05, r"output, (\d+) tokens at most",
           source_constant("rag_lib/experiments/advanced.py", r"Terms, max_tokens=(\d+)")),
-    Claim(N05, r"\(rank (\d) and rank \d; asked", output(N05, 6, r"(?m)^0\s.*\s(\d+)\s*$")),
-    Claim(N05, r"\(rank \d and rank (\d); asked", output(N05, 6, r"(?m)^1\s.*\s(\d+)\s*$")),
-    Claim(N05, r"the second ranks it (\d)th\)", output(N05, 6, r"(?m)^1\s.*?\?\s+(\d+)\s")),
-    Claim(N05, r"\(rank (\d) -> \d\)", output(N05, 9, r"搜索？\s+(\d+)")),
-    Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 9, r"union \(best score per chunk\)\s+(\d+)")),
-    Claim(N05, r"ranks it only\s+(\d)th, because", output(N05, 9, r"RRF over the queries\s+(\d+)")),
+    Claim(N05, r"\(rank (\d) and rank \d; asked", output(N05, 15, r"(?m)^0\s.*\s(\d+)\s*$")),
+    Claim(N05, r"\(rank \d and rank (\d); asked", output(N05, 15, r"(?m)^1\s.*\s(\d+)\s*$")),
+    Claim(N05, r"the second ranks it (\d)th\)", output(N05, 15, r"(?m)^1\s.*?\?\s+(\d+)\s")),
+    Claim(N05, r"\(rank (\d) -> \d\)", output(N05, 22, r"搜索？\s+(\d+)")),
+    Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 22, r"union \(best score per chunk\)\s+(\d+)")),
+    Claim(N05, r"ranks it only\s+(\d)th, because", output(N05, 22, r"RRF over the queries\s+(\d+)")),
     Claim(N05, r"for the same (\d+) places", K_05),
-    Claim(N05, r"when all (\d) searches ran", code(N05, 13, r"max_steps=(\d+)")),
-    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 15, r"Chinese: rank (\d+)")),
+    Claim(N05, r"when all (\d) searches ran", code(N05, 27, r"max_steps=(\d+)")),
+    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 29, r"Chinese: rank (\d+)")),
     # ---- 05, section 7: the benchmark on the cross-lingual questions (bench_results/advanced.json)
     Claim(N05, r"the (\d+) answerable sample questions translated", set_size_05(TRANSLATED_05)),
     Claim(N05, r"plus the (\d+) hard ones", set_size_05(HARD_SET_05)),
