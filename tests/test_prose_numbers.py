@@ -400,8 +400,6 @@ def fusion_row(pipeline: str, field: str, index: int | None = None, scale: float
     return Value(f"bench_results/fusion.json {path}", lambda: scale * fusion_value(pipeline, field, index))
 LC_SPLITTER, OUR_SPLITTER = ("RecursiveCharacterTextSplitter(300, 50), default separators",
                              "rag_lib.chunking.recursive_split(300, 50)")
-MULTI_QUERY, HYDE = ("MultiQueryRetriever.from_llm(dense Retriever)",
-                     "Retriever(embeddings=HypotheticalDocumentEmbedder)")
 
 
 def component(langchain: str, *metric: Any, scale: float = 1.0) -> Value:
@@ -425,9 +423,9 @@ def rows_of(name: str, cell: int, pattern: str) -> list[tuple[str, ...]]:
     return [m if isinstance(m, tuple) else (m,) for m in re.findall(pattern, output_text(name, cell), flags=re.M)]
 
 
-# Notebook 04, section 2: cell 14 counts the hand-made queries' ranks per strategy and kind of query.
+# Notebook 04, section 2: cell 23 counts the hand-made queries' ranks per strategy and kind of query.
 SUMMARY_04 = r"(\d+) first, (\d+) in top 3 \(of (\d+)\)"
-RAW_TOP_04 = output(N04, 9, r"weighted 0\.9/0\.1, raw\s+\S+ #\d+ \(([\d.]+)\)")
+RAW_TOP_04 = output(N04, 15, r"weighted 0\.9/0\.1, raw\s+\S+ #\d+ \(([\d.]+)\)")
 
 
 def summary_04(strategy: str, kind: str, what: str) -> Value:
@@ -436,12 +434,12 @@ def summary_04(strategy: str, kind: str, what: str) -> Value:
     pattern = rf"(?m)^{re.escape(strategy)}\s+{SUMMARY_04}\s+{SUMMARY_04}\s*$"
 
     def get() -> float:
-        match = re.search(pattern, output_text(N04, 14))
+        match = re.search(pattern, output_text(N04, 23))
         if not match:
-            raise LookupError(f"no row {strategy!r} in {N04} cell 14 output: the output changed, update the claim")
+            raise LookupError(f"no row {strategy!r} in {N04} cell 23 output: the output changed, update the claim")
         return float(match.group(column))
 
-    return derived(f"{N04} cell 14 output, {strategy} {kind} {what}", get)
+    return derived(f"{N04} cell 23 output, {strategy} {kind} {what}", get)
 
 
 def fusion_diff_04(pipeline: str) -> Callable[..., Value]:
@@ -456,11 +454,11 @@ def dev_fused_04(name: str, *key: Any) -> Value:
 
 # Notebook 05, section 1: the hand-written questions and the baseline rank of their file.
 HARD_05 = r"^\d+\s+.*\s(?:en|zh) -> (?:en|zh)\s+\S+\s+(\d+|-)\s+\S+\s*$"
-HARD_COUNT_05 = derived(f"{N05} cell 3 output, rows of the hard-question table", lambda: len(rows_of(N05, 3, HARD_05)))
-K_05 = code(N05, 3, r"K = (\d+)")
-SAMPLE_05 = output(N05, 3, r"\{1: (\d+)\}")
-MISSED_05 = derived(f"{N05} cell 3 output, hard questions ranked '-'",
-                    lambda: sum(r == ("-",) for r in rows_of(N05, 3, HARD_05)))
+HARD_COUNT_05 = derived(f"{N05} cell 9 output, rows of the hard-question table", lambda: len(rows_of(N05, 9, HARD_05)))
+K_05 = code(N05, 6, r"K = (\d+)")
+SAMPLE_05 = output(N05, 9, r"\{1: (\d+)\}")
+MISSED_05 = derived(f"{N05} cell 9 output, hard questions ranked '-'",
+                    lambda: sum(r == ("-",) for r in rows_of(N05, 9, HARD_05)))
 
 
 def crosslingual_05(same_language: bool) -> Value:
@@ -513,14 +511,31 @@ MULTI_QUERY_COST_05 = derived(
 
 
 def against_union_05(pipeline: str) -> Callable[..., Value]:
-    """Notebook 05 cell 18's second table: `pipeline`'s recall@3 difference to "question + translation (union)",
+    """Notebook 05 cell 35's table: `pipeline`'s recall@3 difference to "question + translation (union)",
     as `interval_claims` asks for it (a key, then 0 or 1 for the interval's ends)."""
     number = r"[+-][\d.]+"
 
     def value(_key: str, *end: int) -> Value:
         parts = [number, number, number]
         parts[0 if not end else end[0] + 1] = f"({number})"
-        return output(N05, 18, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
+        return output(N05, 35, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
+
+    return value
+
+
+def paired_union_05(pipeline: str) -> Callable[..., Value]:
+    """`against_union_05` computed from bench_results/advanced.json's per-question rows instead of cell 35's output:
+    `pipeline` minus the union in recall@3 on the translated sample and hard questions, paired, as the cell does."""
+    def value(_key: str, *end: int) -> Value:
+        def get() -> float:
+            from rag_lib.experiments.evaluation import paired_difference
+
+            cross = [row for row in results("advanced")["questions"] if row["set"] != WRITTEN_05]
+            diff = paired_difference([row["pipelines"][pipeline]["recall@3"] for row in cross],
+                                     [row["pipelines"][UNION_05]["recall@3"] for row in cross])
+            return diff[0 if not end else end[0] + 1]
+
+        return derived(f"bench_results/advanced.json, {pipeline} minus the union, recall@3, paired", get)
 
     return value
 
@@ -537,11 +552,6 @@ def interval_claims(notebook: str, prefix: str, value: Callable[..., Value], key
     return [Claim(notebook, whole(sign, d, d), value(key)),
             Claim(notebook, whole(d, sign, d), value(f"{key} 95% CI", 0)),
             Claim(notebook, whole(d, d, sign), value(f"{key} 95% CI", 1))]
-
-
-def fused_04(part: str, name: str, *key: Any) -> Value:
-    """bench_results/retrieval.json, per-context fusion section: a pipeline's row on `part` (all / half B)."""
-    return bench("retrieval", "per-context fusion", part, name, *key)
 
 
 def metric_claims(notebook: str, template: str, value: Callable[[str], Value]) -> list[Claim]:
@@ -1221,11 +1231,11 @@ CLAIMS: list[Claim] = [
     # ---- 04 hybrid search
     # section 1: the fusions of one paraphrase
     Claim(N04, r"fused score of ([\d.]+) \(section 1\)", RAW_TOP_04),
-    Claim(N04, r"tenth spans 0\.1 × \(([\d.]+) − ", output(N04, 5, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
-    Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", output(N04, 5, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
-    Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", output(N04, 5, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
-    Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", output(N04, 5, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
-    # section 2: the hand-made queries (cell 14 counts the ranks table of cell 13)
+    Claim(N04, r"tenth spans 0\.1 × \(([\d.]+) − ", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+    Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+    Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    # section 2: the hand-made queries (cell 23 counts the ranks table of cell 22)
     Claim(N04, r"BM25 ranks the right file first on (\d) of the \d \(second", summary_04("sparse", "keyword", "first")),
     Claim(N04, r"BM25 ranks the right file first on \d of the (\d) \(second", summary_04("sparse", "keyword", "of")),
     Claim(N04, r"dense ranks the right file first on (\d) of the \d; BM25", summary_04("dense", "paraphrase", "first")),
@@ -1235,10 +1245,10 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"but first on only \d of the (\d): the wrong", summary_04("RRF", "keyword", "of")),
     Claim(N04, r"ranks it first on (\d) keywords and \d paraphrases", summary_04("min-max", "keyword", "first")),
     Claim(N04, r"ranks it first on \d keywords and (\d) paraphrases", summary_04("min-max", "paraphrase", "first")),
-    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 14 output, min-max top-3 counts, both kinds",
+    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 23 output, min-max top-3 counts, both kinds",
                                                       lambda: sum(summary_04("min-max", k, "top 3").get()
                                                                   for k in ("keyword", "paraphrase")))),
-    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 14 output, queries of both kinds",
+    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 23 output, queries of both kinds",
                                                       lambda: sum(summary_04("min-max", k, "of").get()
                                                                   for k in ("keyword", "paraphrase")))),
     Claim(N04, r"BM25 ranks the right file first on (\d) of \d\s+keywords", summary_04("sparse", "keyword", "first")),
@@ -1275,23 +1285,16 @@ CLAIMS: list[Claim] = [
                      fusion_diff_04("weighted, dense share 0.5"), "R@1 - default", suffix=" at 0.5"),
     *interval_claims(N04, r"0\.6 gives ", fusion_diff_04("weighted, dense share 0.6"), "R@1 - default"),
     Claim(N04, r"and 0\.4 \+([\d.]+): no", fusion_row("weighted, dense share 0.4", "R@1 - default")),
-    # section 4: bench_results/retrieval.json (trial) and retrieval_dev.json (held out)
-    Claim(N04, r"(\d+)\s+paragraphs that took no part", bench("retrieval_dev", "setup", "contexts")),
-    *interval_claims(N04, r"were chosen \(", lambda key, *end: fused_04("all", PARENT, key, *end),
-                     "fused - this, R@1"),
+    # section 3, beyond two lists: bench_results/retrieval_dev.json (held out)
     *interval_claims(N04, r"held-out dev split \(", lambda key, *end: dev_fused_04(PARENT, key, *end),
                      "fused - this, R@1"),
-    *interval_claims(N04, r"per-context fusion gains ", lambda key, *end: fused_04("all", WEIGHTED, key, *end),
-                     "fused - this, R@1"),
-    *interval_claims(N04, r"the interval includes zero \(", lambda key, *end: dev_fused_04(WEIGHTED, key, *end),
-                     "fused - this, R@1"),
     # the exercises' answers, written as comments in their solution cells
-    Claim(solutions(N04), r"2nd in both lists: 2 / 62 = ([\d.]+)", output(N04, 27, r"by hand ([\d.]+)")),
-    Claim(solutions(N04), r"on all (\d+) questions \(MRR", output(N04, 29, r"(\d+) questions \|")),
-    Claim(solutions(N04), r"\(MRR ([\d.]+)\)", output(N04, 29, r"'min-max': ([\d.]+)")),
-    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 29, r"'sparse': ([\d.]+)")),
-    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 29, r"'RRF': ([\d.]+)")),
-    Claim(solutions(N04), r"= [\d.]+ / (\d+)\)", output(N04, 29, r"(\d+) questions \|")),
+    Claim(solutions(N04), r"2nd in both lists: 2 / 62 = ([\d.]+)", output(N04, 39, r"by hand ([\d.]+)")),
+    Claim(solutions(N04), r"on all (\d+) questions \(MRR", output(N04, 41, r"(\d+) questions \|")),
+    Claim(solutions(N04), r"\(MRR ([\d.]+)\)", output(N04, 41, r"'min-max': ([\d.]+)")),
+    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 41, r"'sparse': ([\d.]+)")),
+    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 41, r"'RRF': ([\d.]+)")),
+    Claim(solutions(N04), r"= [\d.]+ / (\d+)\)", output(N04, 41, r"(\d+) questions \|")),
     # ---- 05 query transformation
     Claim(N05, r"about ([\d.]+) minutes? on a 2-core", minutes(N05), rel=0.5),
     Claim(N05, r"measurement on (\d+) questions is read", set_size_05(CROSS_05)),
@@ -1301,15 +1304,15 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"hard ones, (\d+) miss", MISSED_05),
     Claim(N05, r"output, (\d+) tokens at most",
           source_constant("rag_lib/experiments/advanced.py", r"Terms, max_tokens=(\d+)")),
-    Claim(N05, r"\(rank (\d) and rank \d; asked", output(N05, 6, r"(?m)^0\s.*\s(\d+)\s*$")),
-    Claim(N05, r"\(rank \d and rank (\d); asked", output(N05, 6, r"(?m)^1\s.*\s(\d+)\s*$")),
-    Claim(N05, r"the second ranks it (\d)th\)", output(N05, 6, r"(?m)^1\s.*?\?\s+(\d+)\s")),
-    Claim(N05, r"\(rank (\d) -> \d\)", output(N05, 9, r"搜索？\s+(\d+)")),
-    Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 9, r"union \(best score per chunk\)\s+(\d+)")),
-    Claim(N05, r"ranks it only\s+(\d)th, because", output(N05, 9, r"RRF over the queries\s+(\d+)")),
+    Claim(N05, r"\(rank (\d) and rank \d; asked", output(N05, 15, r"(?m)^0\s.*\s(\d+)\s*$")),
+    Claim(N05, r"\(rank \d and rank (\d); asked", output(N05, 15, r"(?m)^1\s.*\s(\d+)\s*$")),
+    Claim(N05, r"the second ranks it (\d)th\)", output(N05, 15, r"(?m)^1\s.*?\?\s+(\d+)\s")),
+    Claim(N05, r"\(rank (\d) -> \d\)", output(N05, 22, r"搜索？\s+(\d+)")),
+    Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 22, r"union \(best score per chunk\)\s+(\d+)")),
+    Claim(N05, r"ranks it only\s+(\d)th, because", output(N05, 22, r"RRF over the queries\s+(\d+)")),
     Claim(N05, r"for the same (\d+) places", K_05),
-    Claim(N05, r"when all (\d) searches ran", code(N05, 13, r"max_steps=(\d+)")),
-    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 15, r"Chinese: rank (\d+)")),
+    Claim(N05, r"when all (\d) searches ran", code(N05, 27, r"max_steps=(\d+)")),
+    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 29, r"Chinese: rank (\d+)")),
     # ---- 05, section 7: the benchmark on the cross-lingual questions (bench_results/advanced.json)
     Claim(N05, r"the (\d+) answerable sample questions translated", set_size_05(TRANSLATED_05)),
     Claim(N05, r"plus the (\d+) hard ones", set_size_05(HARD_SET_05)),
@@ -1339,6 +1342,7 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"reaches [\d.]+ on the (\d+)\.", set_size_05(CROSS_05)),
     *interval_claims(N05, r"multi-query changes recall@3 by\s+", against_union_05(MULTI_QUERY_05), "diff"),
     Claim(N05, r"no measurable difference on (\d+) questions, at", set_size_05(CROSS_05)),
+    *interval_claims(N05, r"instead of the union changes\s+recall@3 by ", paired_union_05(RRF_05), "diff"),
     Claim(N05, r"at about (\d+) times its time", MULTI_QUERY_COST_05, rel=0.2),
     Claim(N05, r"its time\s+\(([\d.]+) vs", advanced_05(MULTI_QUERY_05, CROSS_05, "seconds")),
     Claim(N05, r"vs\s+([\d.]+) s per question\)", advanced_05(UNION_05, CROSS_05, "seconds")),
@@ -1348,18 +1352,8 @@ CLAIMS: list[Claim] = [
     *diff_claims_05(r"in the other language,\s+", HYDE_O_05, CROSS_05),
     Claim(N05, r"Only (\d+)% of\s+those",
           bench("advanced", "setup", "replies in the other language", "hyde other language", scale=100)),
-    Claim(N05, r"about twice as slow\s+here \(p50 ([\d,]+) against",
-          output(N05, 21, r"multi-query \(LLM\)\s+[\d,]+ / ([\d,]+)")),
-    Claim(N05, r"here \(p50 [\d,]+ against ([\d,]+) ms", output(N05, 21, r"multi-query \(LLM\)\s+([\d,]+) / [\d,]+")),
     Claim(N05, r"about ([\d.]+) wide on each side", half_width_05(TRANSLATION_05, CROSS_05), tol=0.05),
     Claim(N05, r"wide on each side on (\d+) questions", set_size_05(CROSS_05)),
-    # ---- 05, section 8: LangChain's components on CMRC (bench_results/components.json)
-    Claim(N05, r"LLM\s+pairs on (\d+) questions", bench("components", "setup", "llm questions")),
-    Claim(N05, r"On these (\d+) questions neither", bench("components", "setup", "llm questions")),
-    *interval_claims(N05, r"\(R@1 ", lambda *m: component(MULTI_QUERY, *m), "R@1 diff", suffix=" each"),
-    *interval_claims(N05, r"\(R@1 ", lambda *m: component(HYDE, *m), "R@1 diff", suffix=" each"),
-    Claim(N05, r"dense search alone \(([\d.]+), \d+ of", components_pipeline("dense Retriever alone (no LLM)", "R@1")),
-    Claim(N05, r"dense search alone \([\d.]+, (\d+) of 30", output(N05, 21, r"\((\d+) of \d+ first\)")),
     # ---- 05, takeaways
     Claim(N05, r"first;\s+(\d+) hand-written", HARD_COUNT_05),
     Claim(N05, r"miss it (\d+) times", MISSED_05),
