@@ -9,6 +9,7 @@ import io
 import socket
 from typing import TypedDict
 
+import pandas as pd
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.tools import StructuredTool
@@ -18,7 +19,18 @@ from matplotlib.image import imread
 
 from rag_lib.agent import build_agent
 from rag_lib.app.router import build_router_graph
-from rag_lib.experiments.display import STEP_Y, back_edges, graph_png, layers, mermaid, plot_grader, show_crag_update
+from rag_lib.experiments.display import (
+    STEP_Y,
+    back_edges,
+    draw_hnsw_layers,
+    graph_png,
+    layers,
+    mermaid,
+    plot_crossing,
+    plot_grader,
+    plot_recall_curves,
+    show_crag_update,
+)
 from rag_lib.experiments.display import drawing as display_drawing
 from rag_lib.graphs.crag import build_crag_graph
 from rag_lib.graphs.judge import build_judge_graph
@@ -196,3 +208,34 @@ def test_the_grader_plot_is_a_png_and_needs_every_grader_column() -> None:
     assert imread(io.BytesIO(image.data)).shape[:2] == (320, 1100)
     with pytest.raises(KeyError):
         plot_grader([{k: v for k, v in p.items() if k != "similarity_only"} for p in passages], 0.86, 0.90)
+
+
+def test_the_hnsw_drawing_is_a_png() -> None:
+    image = draw_hnsw_layers()
+    assert image.data.startswith(PNG_SIGNATURE)
+    assert imread(io.BytesIO(image.data)).shape[:2] == (300, 800)
+
+
+def test_recall_curves_have_one_panel_per_data_set_and_need_a_known_index_family() -> None:
+    settings = pd.DataFrame({"index": ["FLAT", "HNSW", "HNSW", "IVF_FLAT"],
+                             "build": ["", "M=16 efC=64", "M=16 efC=64", "nlist=16"],
+                             "knob": pd.array([None, 16, 64, 4], dtype="Int64"), "recall@10": [1.0, 0.9, 0.99, 0.87]})
+    image = plot_recall_curves([("one", settings), ("two", settings)])
+    assert image.data.startswith(PNG_SIGNATURE)
+    assert imread(io.BytesIO(image.data)).shape[:2] == (800, 1000)
+    with pytest.raises(KeyError):  # no colour for an index family the course does not build
+        plot_recall_curves([("one", settings.assign(index="DISKANN"))])
+
+
+def test_the_crossing_plot_is_a_png() -> None:
+    table = pd.DataFrame([{"engine": engine, "vectors": n, "FLAT CPU ms/q": n / 1e3, "HNSW CPU ms/q": 1.0,
+                           "FLAT single ms": n / 500, "HNSW single ms": 2.0}
+                          for engine in ("Milvus Lite", "faiss") for n in (1_000, 10_000)])
+    scan = pd.DataFrame({"cpu_ms_per_query": [0.1, 1.0], "p50_single_ms": [0.2, 2.0]},
+                        index=pd.Index([1_000, 10_000], name="vectors"))
+    crossing = {"floor": 0.99, "margin": 1.25,
+                "crossings": [{"engine": "Milvus Lite", "metric": metric, "HNSW cheaper from": 10_000}
+                              for metric in ("cpu_ms_per_query", "p50_single_ms")]}
+    image = plot_crossing(table, scan, crossing)
+    assert image.data.startswith(PNG_SIGNATURE)
+    assert imread(io.BytesIO(image.data)).shape[:2] == (440, 1300)

@@ -1,10 +1,13 @@
-"""Notebook display helpers that work offline: graph drawings, CRAG stream printing, notebook 09's grader plot."""
+"""Notebook display helpers that work offline: graph drawings, CRAG stream printing, notebook 09's grader plot,
+notebook 03's HNSW drawing, recall curves and crossing plot."""
 
 from __future__ import annotations
 
 import io
 import textwrap
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from IPython.display import Image, Markdown
 from langchain_core.runnables.graph import Graph
 from langgraph.graph import END, START
@@ -14,6 +17,10 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse, FancyArrowPatch, FancyBboxPatch
 from matplotlib.path import Path
 from matplotlib.textpath import TextPath
+from matplotlib.ticker import ScalarFormatter
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GAP, STEP_Y, BOX_H, INK = 0.35, 0.8, 0.34, "#3c5a99"  # inches between boxes, between layers; box height; colour
 HANDLER = "__error_handler__"  # LangGraph's name prefix for a node's error_handler, which it draws with no edges
@@ -235,3 +242,112 @@ def plot_grader(passages: list[dict], lower: float, upper: float) -> Image:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return Image(data=buffer.getvalue(), format="png")
+
+
+def png(figure: Figure) -> Image:
+    """A finished matplotlib figure as PNG bytes without a version stamp, so the same plot gives the same file."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return Image(data=buffer.getvalue(), format="png")
+
+
+def draw_hnsw_layers() -> Image:
+    """Notebook 03's HNSW drawing as a PNG: three layers over eight vectors A-H (every vector on layer 0, fewer on
+    each layer above) and a search for a query near G that hops along a layer, then descends."""
+    layers_of = {2: ["A", "F"], 1: ["A", "C", "F", "H"], 0: list("ABCDEFGH")}
+    links = {2: [("A", "F")], 1: [("A", "C"), ("C", "F"), ("F", "H")],
+             0: [(a, b) for a, b in zip("ABCDEFG", "BCDEFGH")] + [("B", "E"), ("D", "G")]}
+    x = {name: i for i, name in enumerate("ABCDEFGH")}
+    figure = Figure(figsize=(8, 3))
+    FigureCanvasAgg(figure)
+    ax = figure.subplots()
+    t = np.linspace(0, 1, 30)
+    for level, names in layers_of.items():
+        for a, b in links[level]:
+            bend = 0.3 * np.sin(np.pi * t) if level == 0 and abs(x[a] - x[b]) > 1 else 0 * t  # long links arc over
+            ax.plot(x[a] + (x[b] - x[a]) * t, level + bend, color="gray", zorder=1)
+        ax.scatter([x[n] for n in names], [level] * len(names), s=350, color="white", edgecolor="tab:orange",
+                   zorder=2)
+        for n in names:
+            ax.text(x[n], level, n, ha="center", va="center", zorder=3)
+    path = [("A", 2), ("F", 2), ("F", 1), ("H", 1), ("H", 0), ("G", 0)]  # hop, descend, hop, ...
+    for (a, la), (b, lb) in zip(path, path[1:]):
+        down = lb < la
+        ax.annotate("", (x[b], lb + (0.2 if down else -0.25)), (x[a], la - (0.2 if down else 0.25)),
+                    arrowprops={"arrowstyle": "->", "color": "tab:blue", "linestyle": "--" if down else "-",
+                                "lw": 1.5})
+    ax.set_yticks([0, 1, 2], ["layer 0: every vector,\nup to 2·M links,\nbeam of ef", "layer 1",
+                              "layer 2:\nfew vectors"])
+    ax.set_xticks([])
+    ax.set_xlim(-0.6, 7.6)
+    ax.set_ylim(-0.5, 2.5)
+    for side in ("top", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_title("HNSW: a search for a query near G (blue) hops on a layer, then descends (dashed)", fontsize=9)
+    figure.tight_layout()
+    return png(figure)
+
+
+INDEX_COLOURS = {"FLAT": "black", "IVF_FLAT": "tab:blue", "IVF_SQ8": "tab:cyan", "HNSW": "tab:orange",
+                 "HNSW_SQ": "tab:red", "HNSW, params dropped": "tab:gray"}
+LINE_STYLES, MARKERS = ["-", "--", ":", "-."], ["o", "s", "^", "D"]  # one per build, so two builds of a family differ
+KNOB_TICKS = [1, 2, 4, 8, 16, 32, 64, 160, 320, 640]
+
+
+def plot_recall_curves(panels: list[tuple[str, pd.DataFrame]]) -> Image:
+    """Notebook 03's recall curves as a PNG, one panel per (title, settings) pair: recall@10 against the search
+    knob (`ef` or `nprobe`, log axis), one curve per index family (colour) and build (line style and marker). Each
+    settings frame has the columns "index", "build", "knob" and "recall@10"; FLAT rows have no knob and are left
+    out."""
+    figure = Figure(figsize=(10, 4 * len(panels)))
+    FigureCanvasAgg(figure)
+    for ax, (title, settings) in zip(figure.subplots(len(panels), 1, squeeze=False)[:, 0], panels):
+        curves = settings.dropna(subset=["knob"])
+        for family, group in curves.groupby("index", sort=False):
+            for i, (build, curve) in enumerate(group.groupby("build", sort=False)):
+                ax.plot(curve["knob"], curve["recall@10"], LINE_STYLES[i % 4], marker=MARKERS[i % 4], markersize=4,
+                        color=INDEX_COLOURS[family], label=f"{family} {build}".strip())
+        ax.set_xscale("log")
+        ax.set_xticks(KNOB_TICKS)
+        ax.minorticks_off()
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.set_xlabel("search knob: ef (HNSW) or nprobe (IVF)")
+        ax.set_ylabel("recall@10 vs FLAT")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figure.tight_layout()
+    return png(figure)
+
+
+def plot_crossing(table: pd.DataFrame, exact_scan: pd.DataFrame, crossing: dict[str, Any]) -> Image:
+    """Notebook 03's crossing plot as a PNG: FLAT's and the chosen HNSW's cost per query against the collection
+    size (log-log), Milvus Lite solid and faiss dashed, the numpy scan dotted, and a band where Lite's HNSW becomes
+    the cheaper one. Left, CPU ms per query batched; right, wall-clock ms of one query per call. `table` has one row
+    per "engine" and "vectors" with the columns "FLAT CPU ms/q", "HNSW CPU ms/q", "FLAT single ms" and "HNSW single
+    ms"; `exact_scan` is indexed by "vectors" with "cpu_ms_per_query" and "p50_single_ms"; `crossing` is
+    bench_results/crossing.json ("crossings", "floor", "margin")."""
+    figure = Figure(figsize=(13, 4.4))
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(1, 2)
+    panels = [("cpu_ms_per_query", "CPU ms/q", "CPU ms per query (25 per call)"),
+              ("p50_single_ms", "single ms", "p50 wall-clock ms, one query per call")]
+    for ax, (metric, key, label) in zip(axes, panels):
+        for engine, style in (("Milvus Lite", "-"), ("faiss", "--")):
+            part = table[table["engine"] == engine].set_index("vectors")
+            ax.plot(part.index, part[f"FLAT {key}"], style + "*", color="black", label=f"{engine} FLAT")
+            ax.plot(part.index, part[f"HNSW {key}"], style + "o", color="tab:orange",
+                    label=f"{engine} HNSW (recall >= {crossing['floor']})")
+        ax.plot(exact_scan.index, exact_scan[metric], ":", color="gray", label="numpy exact scan")
+        crossing_at = next(c["HNSW cheaper from"] for c in crossing["crossings"]
+                           if c["engine"] == "Milvus Lite" and c["metric"] == metric)
+        ax.axvline(crossing_at, color="tab:orange", alpha=0.3, lw=6,
+                   label=f"Lite: HNSW >= {crossing['margin']}x cheaper from here")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("vectors in the collection")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3, which="both")
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figure.tight_layout()
+    return png(figure)
