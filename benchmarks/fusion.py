@@ -16,7 +16,7 @@ from collections import Counter
 
 import numpy as np
 
-from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks import write_results
 from benchmarks.components import RESAMPLES, score, summary
 from benchmarks.retrieval import BATCH, cmrc_chunks, cmrc_parser, milvus_batch
 from rag_lib.experiments.cmrc import dataset_label
@@ -24,6 +24,7 @@ from rag_lib.experiments.cmrc_search import CANDIDATES, BatchSearch, Search, pee
 from rag_lib.experiments.evaluation import paired_difference
 from rag_lib.experiments.results import format_table
 from rag_lib.retriever import Retriever
+from rag_lib.store import ANALYZER_PARAMS
 from rag_lib.text import tokenize
 
 RRF_KS = (1, 5, 20, 60, 200, 1000)
@@ -70,7 +71,7 @@ def precomputed(batch: BatchSearch, texts: list[str]) -> Search:
 
 def main(argv: list[str]) -> None:
     args = cmrc_parser("fusion", __doc__).parse_args(argv)
-    run, chunks, _ = cmrc_chunks(args, MEASURED_ANALYZER)
+    run, chunks, _ = cmrc_chunks(args, ANALYZER_PARAMS)
     data, questions, embeddings, client = run.data, run.questions, run.embeddings, run.client
 
     texts = sorted({q.text for q in questions if q.text})
@@ -98,7 +99,7 @@ def main(argv: list[str]) -> None:
     setup = {"questions": len(questions), "contexts": len(data.contexts), "chunks": len(chunks),
              "candidates": CANDIDATES, "batch": BATCH, "default": DEFAULT, "bootstrap resamples": RESAMPLES,
              "dataset": dataset_label(args.cmrc),
-             "BM25 analyzer": MEASURED_ANALYZER}
+             "BM25 analyzer": ANALYZER_PARAMS}
     print("\nwrote", write_results(args.out, {"setup": setup, "pipelines": rows}))
 
 

