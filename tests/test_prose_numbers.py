@@ -885,6 +885,8 @@ CLAIMS: list[Claim] = [
           multihop_row("rag_extractive", "losses", "both passages, answer wrong")),
     Claim(N11, r"still\s+wrong\s+on\s+\d+\s+to\s+(\d+)", multihop_row("judge_extractive", "losses",
                                                              "both passages, answer wrong")),
+    # ---- 11: the child's calls
+    Claim(N11, r"The\s+child's\s+(\d+)\s+calls", output(N11, 22, r"answered: \w+, (\d+) LLM calls\)")),
     # ---- 11: the judge's agreement with the labelled passages (bench_results/judging.json)
     *[Claim(N11, pattern, bench("judging", "summary", {"score": score}, key))
       for pattern, score, key in ((r"agrees with the label on (\d+) of", "llm score", "agree"),
