@@ -885,7 +885,11 @@ CLAIMS: list[Claim] = [
           multihop_row("rag_extractive", "losses", "both passages, answer wrong")),
     Claim(N11, r"still\s+wrong\s+on\s+\d+\s+to\s+(\d+)", multihop_row("judge_extractive", "losses",
                                                              "both passages, answer wrong")),
-    # ---- 11: the child's calls
+    # ---- 11: the setup, section 3's similarities, the child's calls
+    Claim(N11, r"similarity\s+cutoff\s+([\d.]+)\s+\(chunks", output(N11, 2, r"cutoff=([\d.]+)")),
+    Claim(N11, r"child's\s+#1\s+scores\s+([\d.]+)", output(N11, 18, r"two-hop/0\s+#1 \S+\s+([\d.]+)")),
+    Claim(N11, r"child's\s+#1\s+scores\s+[\d.]+\s+and\s+#0\s+([\d.]+)",
+          output(N11, 18, r"two-hop/0\s+#0 \S+\s+([\d.]+)")),
     Claim(N11, r"The\s+child's\s+(\d+)\s+calls", output(N11, 22, r"answered: \w+, (\d+) LLM calls\)")),
     # ---- 11: the judge's agreement with the labelled passages (bench_results/judging.json)
     *[Claim(N11, pattern, bench("judging", "summary", {"score": score}, key))
