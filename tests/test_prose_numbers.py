@@ -382,6 +382,13 @@ def held_out_00(cutoff: str, column: int) -> Value:
 SLICE_TABLE = 15  # notebook 12: the slice's quality table
 PAIRED_10 = 24  # notebook 10: CRAG minus agent, paired, per path (a table: local, then qwen-local)
 MEASURED_11 = 33  # notebook 11: the judged chunks against their hand-read scores
+HELD_OUT_ROWS_11 = 42  # notebook 11: the held-out rows per question (right, follow-ups, F1 differences)
+
+
+def f1_pairs_11() -> list[tuple[float, float]]:
+    """(judge F1, plain RAG F1) per question printed by notebook 11's held-out rows cell, in order."""
+    return [(float(j), float(r)) for j, r in re.findall(r"judge F1 ([\d.]+):[^\n]*\n\s+plain F1 ([\d.]+):",
+                                                          output_text(N11, HELD_OUT_ROWS_11))]
 
 SAMPLE_01, HARD_01 = r"23 questions, \d+ changed\)\s+", r"14 questions, \d+ changed\)\s+"
 TOP_01 = r"\d+ cross-lingual; top hit a different opening with the filter: (\d+)"
@@ -862,16 +869,22 @@ CLAIMS: list[Claim] = [
     *[Claim(N11, prefix + pattern, multihop_pair(pipeline, metric + (" ci" if index else ""), *index))
       for prefix, pipeline, metric in ((r"the\s+judge\s+\*\*loses\*\*\s+F1,\s+", "judge_extractive", "F1 diff"),
                                        (r"no\s+more\s+often\s+\(", "judge_extractive", "evidence diff"),
-                                       (r"hold\s+zero\s+\(F1\s+", "bridge", "F1 diff"),
-                                       (r"\],\s+evidence\s+", "bridge", "evidence diff"),
+                                       (r"F1\s+difference\s+holds\s+zero\s+\(", "bridge", "F1 diff"),
+                                       (r"evidence\s+interval\s+touches\s+zero\s+\(", "bridge", "evidence diff"),
                                        (r"against\s+plain\s+RAG\s+\(", "judge_extractive", "F1 diff"),
                                        (r"no\s+measurable\s+difference\s+\(F1\s+", "bridge", "F1 diff"))
       for pattern, index in ((r"([+-][\d.]+)\s+\[", ()), (r"[+-][\d.]+\s+\[([+-]?[\d.]+),", (0,)),
                              (r"[+-][\d.]+\s+\[[+-]?[\d.]+,\s+([+-]?[\d.]+)\]", (1,)))],
     *[Claim(N11, pattern, multihop_row(pipeline, "s p50"), rel=0.01)
-      for pattern, pipeline in ((r"medians\s+([\d.]+)\s+s\s+and", "judge_extractive"),
-                                (r"medians\s+[\d.]+\s+s\s+and\s+([\d.]+)\s+s\s+against", "bridge"),
-                                (r"s\s+against\s+([\d.]+)\s+s;", "rag_extractive"))],
+      for pattern, pipeline in ((r"medians\s+([\d.]+)\s+s\s+\[", "judge_extractive"),
+                                (r"\]\s+and\s+([\d.]+)\s+s\s+\[[\d.]+,\s+[\d.]+\]\s+against", "bridge"),
+                                (r"\]\s+against\s+([\d.]+)\s+s;", "rag_extractive"))],
+    *[Claim(N11, pattern, multihop_row(pipeline, "s p50 ci", index))
+      for pattern, pipeline, index in (
+          (r"medians\s+[\d.]+\s+s\s+\[([\d.]+),", "judge_extractive", 0),
+          (r"medians\s+[\d.]+\s+s\s+\[[\d.]+,\s+([\d.]+)\]", "judge_extractive", 1),
+          (r"\]\s+and\s+[\d.]+\s+s\s+\[([\d.]+),\s+[\d.]+\]\s+against", "bridge", 0),
+          (r"\]\s+and\s+[\d.]+\s+s\s+\[[\d.]+,\s+([\d.]+)\]\s+against", "bridge", 1))],
     Claim(N11, r"about\s+(\d+)\s+s\s+more\s+per\s+question", multihop_pair("judge_extractive", "s diff"), rel=0.1),
     *[Claim(N11, pattern, multihop_row(pipeline, "losses", "first hop not retrieved"))
       for pattern, pipeline in ((r"passage\s+on\s+(\d+)\s+of\s+the\s+\d+\s+for\s+plain\s+RAG", "rag_extractive"),
@@ -879,12 +892,32 @@ CLAIMS: list[Claim] = [
                                 (r"for\s+plain\s+RAG\s+\((\d+)\s+for\s+the\s+other\s+two\)", "judge_extractive"))],
     *[Claim(N11, pattern, derived("bench_results/multihop_gold.json, held_out, both passages, right", lambda: float(
         next(r for r in results("multihop_gold")["rates"] if r["questions"] == "held_out" and r["context"] == "both")
-        ["right"]))) for pattern in (r"answers\s+only\s+(\d+)\s+of\s+\d+\.",
+        ["right"]))) for pattern in (r"answers\s+only\s+(\d+)\s+of\s+\d+:",
                                      r"only\s+(\d+)\s+of\s+\d+\s+even\s+from\s+both")],
     Claim(N11, r"still\s+wrong\s+on\s+(\d+)\s+to\s+\d+",
           multihop_row("rag_extractive", "losses", "both passages, answer wrong")),
     Claim(N11, r"still\s+wrong\s+on\s+\d+\s+to\s+(\d+)", multihop_row("judge_extractive", "losses",
                                                              "both passages, answer wrong")),
+    # ---- 11: the setup, section 3's similarities, the child's calls, and the held-out rows per question
+    Claim(N11, r"similarity\s+cutoff\s+([\d.]+)\s+\(chunks", output(N11, 2, r"cutoff=([\d.]+)")),
+    Claim(N11, r"child's\s+#1\s+scores\s+([\d.]+)", output(N11, 18, r"two-hop/0\s+#1 \S+\s+([\d.]+)")),
+    Claim(N11, r"child's\s+#1\s+scores\s+[\d.]+\s+and\s+#0\s+([\d.]+)",
+          output(N11, 18, r"two-hop/0\s+#0 \S+\s+([\d.]+)")),
+    Claim(N11, r"The\s+child's\s+(\d+)\s+calls", output(N11, 22, r"answered: \w+, (\d+) LLM calls\)")),
+    *[Claim(N11, pattern, output(N11, HELD_OUT_ROWS_11, source))
+      for pattern, source in ((r"path\s+is\s+rare:\s+a\s+follow-up\s+on\s+(\d+)\s+of",
+                               r"judge: a follow-up on (\d+) of"),
+                              (r"path\s+is\s+rare:\s+a\s+follow-up\s+on\s+\d+\s+of\s+(\d+),",
+                               r"judge: a follow-up on \d+ of (\d+) questions"),
+                              (r"of\s+\d+,\s+right\s+after\s+one\s+on\s+(\d+)\.", r"right after one on (\d+)"),
+                              (r"answers\s+yes\s+\(([\d.]+),\s+mh-106\)", r"(?m)^mh-106:[^\n]*\n\s+judge F1 ([\d.]+)"),
+                              (r"plain\s+RAG's\s+F1\s+\(([\d.]+),", r"(?m)^mh-73:[^\n]*\n[^\n]*\n\s+plain F1 ([\d.]+)"),
+                              (r"plain\s+RAG's\s+F1\s+\([\d.]+,\s+([\d.]+)\)",
+                               r"(?m)^mh-93:[^\n]*\n[^\n]*\n\s+plain F1 ([\d.]+)"))],
+    Claim(N11, r"judge's\s+F1\s+of\s+([\d.]+)\s+comes\s+from", multihop_row("judge_extractive", "F1")),
+    Claim(N11, r"It\s+loses\s+F1\s+on\s+(\d+)\s+questions", derived(
+        f"{N11} cell {HELD_OUT_ROWS_11} output, questions where the judge's F1 is below plain RAG's",
+        lambda: float(sum(judge < plain for judge, plain in f1_pairs_11())))),
     # ---- 11: the judge's agreement with the labelled passages (bench_results/judging.json)
     *[Claim(N11, pattern, bench("judging", "summary", {"score": score}, key))
       for pattern, score, key in ((r"agrees with the label on (\d+) of", "llm score", "agree"),
