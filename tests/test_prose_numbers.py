@@ -454,11 +454,6 @@ def fusion_diff_04(pipeline: str) -> Callable[..., Value]:
     return lambda key, *end: fusion_row(pipeline, "95% CI" if end else key, *end)
 
 
-def dev_fused_04(name: str, *key: Any) -> Value:
-    """bench_results/retrieval_dev.json, per-context fusion section: a pipeline's row on the held-out dev split."""
-    return bench("retrieval_dev", "per-context fusion", "all", name, *key)
-
-
 # Notebook 05, section 1: the hand-written questions and the baseline rank of their file.
 HARD_05 = r"^\d+\s+.*\s(?:en|zh) -> (?:en|zh)\s+\S+\s+(\d+|-)\s+\S+\s*$"
 HARD_COUNT_05 = derived(f"{N05} cell 9 output, rows of the hard-question table", lambda: len(rows_of(N05, 9, HARD_05)))
@@ -1318,9 +1313,6 @@ CLAIMS: list[Claim] = [
                      fusion_diff_04("weighted, dense share 0.5"), "R@1 - default", suffix=" at 0.5"),
     *interval_claims(N04, r"0\.6 gives ", fusion_diff_04("weighted, dense share 0.6"), "R@1 - default"),
     Claim(N04, r"and 0\.4 \+([\d.]+): no", fusion_row("weighted, dense share 0.4", "R@1 - default")),
-    # section 3, beyond two lists: bench_results/retrieval_dev.json (held out)
-    *interval_claims(N04, r"held-out dev split \(", lambda key, *end: dev_fused_04(PARENT, key, *end),
-                     "fused - this, R@1"),
     # the exercises' answers, written as comments in their solution cells
     Claim(solutions(N04), r"2nd in both lists: 2 / 62 = ([\d.]+)", output(N04, 39, r"by hand ([\d.]+)")),
     Claim(solutions(N04), r"on all (\d+) questions \(MRR", output(N04, 41, r"(\d+) questions \|")),
