@@ -1263,6 +1263,14 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
     Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
     Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    Claim(N04, r"cosines lie within [\d.]+ of each other \(([\d.]+) to", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    Claim(N04, r"of each other \([\d.]+ to ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    Claim(N04, r"cosines lie within ([\d.]+) of each other",
+          derived(f"{N04} cell 9 output, dense scores 1st minus 5th",
+                  lambda: output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$").get()
+                  - output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$").get())),
+    Claim(N04, r"BM25 scores run from ([\d.]+) to", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+    Claim(N04, r"BM25 scores run from [\d.]+ to ([\d.]+)\.", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
     # section 2: the hand-made queries (cell 23 counts the ranks table of cell 22)
     Claim(N04, r"BM25 ranks the right file first on (\d) of the \d \(second", summary_04("sparse", "keyword", "first")),
     Claim(N04, r"BM25 ranks the right file first on \d of the (\d) \(second", summary_04("sparse", "keyword", "of")),
@@ -1317,8 +1325,10 @@ CLAIMS: list[Claim] = [
     Claim(solutions(N04), r"2nd in both lists: 2 / 62 = ([\d.]+)", output(N04, 39, r"by hand ([\d.]+)")),
     Claim(solutions(N04), r"on all (\d+) questions \(MRR", output(N04, 41, r"(\d+) questions \|")),
     Claim(solutions(N04), r"\(MRR ([\d.]+)\)", output(N04, 41, r"'min-max': ([\d.]+)")),
-    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 41, r"'sparse': ([\d.]+)")),
-    Claim(solutions(N04), r"on one question \(([\d.]+) = ", output(N04, 41, r"'RRF': ([\d.]+)")),
+    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 41, r"'sparse': ([\d.]+)")),
+    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 41, r"'RRF': ([\d.]+)")),
+    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 41, r"'raw': ([\d.]+)")),
+    Claim(solutions(N04), r"dense \(([\d.]+) = ", output(N04, 41, r"'dense': ([\d.]+)")),
     Claim(solutions(N04), r"= [\d.]+ / (\d+)\)", output(N04, 41, r"(\d+) questions \|")),
     # ---- 05 query transformation
     Claim(N05, r"about ([\d.]+) minutes? on a 2-core", minutes(N05), rel=0.5),
