@@ -1346,7 +1346,11 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 22, r"union \(best score per chunk\)\s+(\d+)")),
     Claim(N05, r"ranks it only\s+(\d)th, because", output(N05, 22, r"RRF over the queries\s+(\d+)")),
     Claim(N05, r"for the same (\d+) places", K_05),
-    Claim(N05, r"when all (\d) searches ran", code(N05, 27, r"max_steps=(\d+)")),
+    Claim(N05, r"all (\d)\s+searches ran", code(N05, 27, r"max_steps=(\d+)")),
+    Claim(N05, r"all (\d)\s+searches ran", output(N05, 27, r"(\d+) of max_steps=\d+ searches run")),
+    Claim(N05, r"in at hit (\d), where one search", output(N05, 27, r"first at hit (\d+) \(multi-step\)")),
+    Claim(N05, r"one search has it at hit (\d)", output(N05, 27, r"and (\d+) \(one search\)")),
+    Claim(N05, r"finds its file\s+at rank (\d) as asked", output(N05, 15, r"(?m)^1\s.*?\?\s+(\d+)\s")),
     Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 29, r"Chinese: rank (\d+)")),
     # ---- 05, section 7: the benchmark on the cross-lingual questions (bench_results/advanced.json)
     Claim(N05, r"the (\d+) answerable sample questions translated", set_size_05(TRANSLATED_05)),
