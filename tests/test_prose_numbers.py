@@ -363,6 +363,7 @@ QUESTIONS_00 = derived(f"{N00} cell 23 output, answerable + off-topic",
                        lambda: output(N00, 23, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
 CUTOFF_00 = output(N00, 23, r"these embeddings: ([\d.]+)")
 HELD_OUT_00 = 25  # notebook 00: the held-out error table, one row per cutoff
+PER_LANG_00 = 37  # notebook 00: exercise 1, a cutoff per language against the shared one
 
 
 def held_out_00(cutoff: str, column: int) -> Value:
@@ -616,6 +617,11 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"in tokens, \d+ against (\d+)", output(N00, 30, r"(\d+) prompt tokens  In Reciprocal")),
     Claim(N00, r"Generation then ran at ([\d.]+) tokens/s", bench("quickstart", "questions", 0, "tokens_per_s")),
     Claim(N00, r"first question and ([\d.]+) on the second", bench("quickstart", "questions", 1, "tokens_per_s")),
+    Claim(solutions(N00), r"on the (\d+) held-out questions", output(N00, PER_LANG_00, r"of (\d+) questions change")),
+    Claim(solutions(N00), r"only (\d+) change and the interval", output(N00, PER_LANG_00, r"; (\d+) of \d+ questions change")),
+    Claim(solutions(N00), r"the interval, \[([-+][\d.]+),", output(N00, PER_LANG_00, r"difference [-+][\d.]+ \[([-+][\d.]+),")),
+    Claim(solutions(N00), r"the interval, \[[-+][\d.]+, ([-+][\d.]+)\]",
+          output(N00, PER_LANG_00, r"difference [-+][\d.]+ \[[-+][\d.]+, ([-+][\d.]+)\]")),
     # ---- 01 Milvus setup
     Claim(N01, r"about (\d+) s of cells", cell_seconds(N01), rel=0.5),
     Claim(N01, r"FLAT search ([\d.]+) s for one query", derived(
