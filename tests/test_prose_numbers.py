@@ -358,12 +358,15 @@ HUNDRED_K = "index_100k"
 # Single-query wall clock of the HNSW setting the crossing table picks at 100,000 vectors (cheapest CPU, ef = 128).
 LITE_HNSW_SINGLE_100K = bench("crossing", "rows", {"engine": "Milvus Lite", "vectors": 100_000, "index": "HNSW",
                                                   "ef": 128}, "p50_single_ms")
-OFF_TOPIC_00 = output(N00, 23, r"off-topic:\s+(\d+)")
-QUESTIONS_00 = derived(f"{N00} cell 23 output, answerable + off-topic",
-                       lambda: output(N00, 23, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
-CUTOFF_00 = output(N00, 23, r"these embeddings: ([\d.]+)")
-HELD_OUT_00 = 25  # notebook 00: the held-out error table, one row per cutoff
-PER_LANG_00 = 37  # notebook 00: exercise 1, a cutoff per language against the shared one
+SIMS_00 = 24  # notebook 00: the sample questions' similarities and the cutoff
+HELD_OUT_00 = 26  # notebook 00: the held-out error table, one row per cutoff
+LANG_00 = 27  # notebook 00: false answers by the question's language
+TOKENS_00 = 31  # notebook 00: prompt tokens of the quickstart questions
+PER_LANG_00 = 38  # notebook 00: exercise 1, a cutoff per language against the shared one
+OFF_TOPIC_00 = output(N00, SIMS_00, r"off-topic:\s+(\d+)")
+QUESTIONS_00 = derived(f"{N00} cell {SIMS_00} output, answerable + off-topic",
+                       lambda: output(N00, SIMS_00, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
+CUTOFF_00 = output(N00, SIMS_00, r"these embeddings: ([\d.]+)")
 
 
 def held_out_00(cutoff: str, column: int) -> Value:
@@ -572,13 +575,15 @@ CLAIMS: list[Claim] = [
     # ---- 00 quickstart
     Claim(N00, r"also embeds the (\d+) chunks", output(N00, 4, r"'chunks written': (\d+)")),
     Claim(N00, r"chunks: (\d+) s on an idle machine", bench("quickstart", "setup", "index data/docs (s)")),
-    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, 23, r"highest best-similarity ([\d.]+)")),
-    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 23, r"lowest best-similarity ([\d.]+)")),
+    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, SIMS_00, r"highest best-similarity ([\d.]+)")),
+    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, SIMS_00, r"lowest best-similarity ([\d.]+)")),
     Claim(N00, r"cutoff, ([\d.]+), sits in it", CUTOFF_00),
     Claim(N00, r"these same (\d+) questions", QUESTIONS_00),
     Claim(N00, r"only (\d+) off-topic questions", OFF_TOPIC_00),
     Claim(N00, r"already among the (\d+) above", QUESTIONS_00),
     Claim(N00, r"\(hybrid, `k=(\d+)`, no cutoff\)", code(N00, 7, r"k=(\d+)")),
+    Claim(N00, r"so chunk 0 \(([\d.]+)\) comes before", output(N00, 7, r"bm25_zh\.md\s+0\s+[\d.]+\s+([\d.]+)")),
+    Claim(N00, r"the more similar chunk 4 \(([\d.]+)\)", output(N00, 7, r"bm25_zh\.md\s+4\s+[\d.]+\s+([\d.]+)")),
     Claim(N00, r"At ([\d.]+) it refuses", CUTOFF_00),
     Claim(N00, r"it refuses (\d+) of the \d+\s+answerable", held_out_00("0.86", 0)),
     Claim(N00, r"it refuses \d+ of the (\d+)\s+answerable", held_out_00("0.86", 1)),
@@ -590,10 +595,10 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"through \((\d+)%, 95% CI", held_out_00("0.86", 7)),
     Claim(N00, r"through \(\d+%, 95% CI (\d+)-", held_out_00("0.86", 8)),
     Claim(N00, r"through \(\d+%, 95% CI \d+-(\d+)%\)", held_out_00("0.86", 9)),
-    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, 26, r"Chinese text: (\d+)/")),
-    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese", output(N00, 26, r"Chinese text: \d+/(\d+)")),
-    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, 26, r"English only: (\d+)/")),
-    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, 26, r"English only: \d+/(\d+)")),
+    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, LANG_00, r"Chinese text: (\d+)/")),
+    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese", output(N00, LANG_00, r"Chinese text: \d+/(\d+)")),
+    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, LANG_00, r"English only: (\d+)/")),
+    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, LANG_00, r"English only: \d+/(\d+)")),
     Claim(N00, r"at ([\d.]+) only \d+ of the", code(N00, HELD_OUT_00, r"for cut in \([\d.]+, cutoff, ([\d.]+)\)")),
     Claim(N00, r"only (\d+) of the \d+ unanswerable questions gets? through", held_out_00("0.88", 5)),
     Claim(N00, r"only \d+ of the (\d+) unanswerable questions gets? through", held_out_00("0.88", 6)),
@@ -613,8 +618,8 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"on the (\d+) sample questions, midway", QUESTIONS_00),
     Claim(N00, r"characters: ([\d.]+) s and", bench("quickstart", "questions", 0, "ttft_s")),
     Claim(N00, r"s and ([\d.]+) s in the table above", bench("quickstart", "questions", 1, "ttft_s")),
-    Claim(N00, r"in tokens, (\d+) against \d+", output(N00, 30, r"(\d+) prompt tokens  Milvus")),
-    Claim(N00, r"in tokens, \d+ against (\d+)", output(N00, 30, r"(\d+) prompt tokens  In Reciprocal")),
+    Claim(N00, r"in tokens, (\d+) against \d+", output(N00, TOKENS_00, r"(\d+) prompt tokens  Milvus")),
+    Claim(N00, r"in tokens, \d+ against (\d+)", output(N00, TOKENS_00, r"(\d+) prompt tokens  In Reciprocal")),
     Claim(N00, r"Generation then ran at ([\d.]+) tokens/s", bench("quickstart", "questions", 0, "tokens_per_s")),
     Claim(N00, r"first question and ([\d.]+) on the second", bench("quickstart", "questions", 1, "tokens_per_s")),
     Claim(solutions(N00), r"on the (\d+) held-out questions", output(N00, PER_LANG_00, r"of (\d+) questions change")),
@@ -772,8 +777,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"and (\d+) ms one query at a time", bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000},
                                                           "p50_single_ms")),
     Claim(N03, r"against Lite's (\d+) ms", LITE_HNSW_SINGLE_100K),
-    Claim(N03, r"e5's sit between ([\d.]+) and", output(N00, 23, r"5th-95th percentile ([\d.]+)-")),
-    Claim(N03, r"e5's sit between [\d.]+ and ([\d.]+)", output(N00, 23, r"5th-95th percentile [\d.]+-([\d.]+)")),
+    Claim(N03, r"e5's sit between ([\d.]+) and", output(N00, SIMS_00, r"5th-95th percentile ([\d.]+)-")),
+    Claim(N03, r"e5's sit between [\d.]+ and ([\d.]+)", output(N00, SIMS_00, r"5th-95th percentile [\d.]+-([\d.]+)")),
     Claim(N03, r"The load average was ([\d.]+) at\s+the start", bench("index", "loadavg_start", 0)),
     Claim(N03, r"at\s+the start and ([\d.]+) at the end \(printed below\)", bench("index", "loadavg_end", 0)),
     # notebook 03, exercise 3's answer: one-run CPU ms per query at 200,000 vectors
