@@ -791,6 +791,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"The load average was ([\d.]+) at\s+the start", bench("index", "loadavg_start", 0)),
     Claim(N03, r"at\s+the start and ([\d.]+) at the end \(printed below\)", bench("index", "loadavg_end", 0)),
     # notebook 03, exercise 3's answer: one-run CPU ms per query at 200,000 vectors
+    Claim(solutions(N03), r"M=16/efC=64 gets there at ef = (\d+)", output(N03, 44, r"HNSW M=16 efC=64\s+(\d+)")),
+    Claim(solutions(N03), r"M=8/efC=32 needs ef = (\d+)", output(N03, 44, r"HNSW\s+M=8 efC=32\s+(\d+)")),
     Claim(solutions(N03), r"cost more \(([\d.]+) and [\d.]+ ms against", lite_hnsw_cpu_200k(32)),
     Claim(solutions(N03), r"cost more \([\d.]+ and ([\d.]+) ms against", lite_hnsw_cpu_200k(64)),
     Claim(solutions(N03), r"ms against ([\d.]+)\)", lite_hnsw_cpu_200k(128)),
