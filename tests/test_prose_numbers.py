@@ -723,6 +723,8 @@ CLAIMS: list[Claim] = [
         "bench_results/index.json, HNSW / HNSW_SQ index_mb (M=16, efC=64)",
         lambda: setting("index", "HNSW", "index_mb", M=16, efConstruction=64, ef=10).get()
         / setting("index", "HNSW_SQ", "index_mb", ef=10).get())),
+    Claim(N03, r"measured at load ([\d.]+)-[\d.]+, printed below", bench(HUNDRED_K, "loadavg_start", 0)),
+    Claim(N03, r"measured at load [\d.]+-([\d.]+), printed below", bench(HUNDRED_K, "loadavg_end", 0)),
     Claim(N03, r"about (\d+) minutes on 2\s+cores, measured at load",
           derived(f"bench_results/{HUNDRED_K}.json total_s / 60", lambda: bench(HUNDRED_K, "total_s").get() / 60)),
     Claim(N03, r"falls from recall ([\d.]+) at 20,000", setting("index", "HNSW", "recall@10", M=32, ef=640)),
