@@ -324,15 +324,16 @@ def lite_hnsw_cpu_200k(ef: int) -> Value:
                  "cpu_ms_per_query")
 
 
-def hnsw_cpu(reduce: Callable) -> Value:
-    """CPU ms per query of HNSW (M = 8 to 32) at ef 320 and 640 on the 20,000 random vectors."""
+def hnsw_cpu(reduce: Callable, metric: str = "cpu_ms_per_query") -> Value:
+    """`metric` (CPU ms per query, or recall@10) of HNSW (M = 8 to 32) at ef 320 and 640 on the 20,000 random vectors,
+    reduced by `reduce`."""
 
     def get() -> float:
         rows = bench_rows("index", "synthetic", "settings")
-        return reduce(r["cpu_ms_per_query"] for r in rows
+        return reduce(r[metric] for r in rows
                       if r["index"] == "HNSW" and r["M"] in (8, 16, 32) and r["ef"] in (320, 640))
 
-    return derived("bench_results/index.json, HNSW M=8-32 at ef 320-640, CPU ms per query", get)
+    return derived(f"bench_results/index.json, HNSW M=8-32 at ef 320-640, {reduce.__name__} {metric}", get)
 
 
 def one_per_call(reduce: Callable) -> Value:
@@ -358,11 +359,15 @@ HUNDRED_K = "index_100k"
 # Single-query wall clock of the HNSW setting the crossing table picks at 100,000 vectors (cheapest CPU, ef = 128).
 LITE_HNSW_SINGLE_100K = bench("crossing", "rows", {"engine": "Milvus Lite", "vectors": 100_000, "index": "HNSW",
                                                   "ef": 128}, "p50_single_ms")
-OFF_TOPIC_00 = output(N00, 23, r"off-topic:\s+(\d+)")
-QUESTIONS_00 = derived(f"{N00} cell 23 output, answerable + off-topic",
-                       lambda: output(N00, 23, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
-CUTOFF_00 = output(N00, 23, r"these embeddings: ([\d.]+)")
-HELD_OUT_00 = 25  # notebook 00: the held-out error table, one row per cutoff
+SIMS_00 = 24  # notebook 00: the sample questions' similarities and the cutoff
+HELD_OUT_00 = 26  # notebook 00: the held-out error table, one row per cutoff
+LANG_00 = 27  # notebook 00: false answers by the question's language
+TOKENS_00 = 31  # notebook 00: prompt tokens of the quickstart questions
+PER_LANG_00 = 38  # notebook 00: exercise 1, a cutoff per language against the shared one
+OFF_TOPIC_00 = output(N00, SIMS_00, r"off-topic:\s+(\d+)")
+QUESTIONS_00 = derived(f"{N00} cell {SIMS_00} output, answerable + off-topic",
+                       lambda: output(N00, SIMS_00, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
+CUTOFF_00 = output(N00, SIMS_00, r"these embeddings: ([\d.]+)")
 
 
 def held_out_00(cutoff: str, column: int) -> Value:
@@ -573,13 +578,16 @@ CLAIMS: list[Claim] = [
     # ---- 00 quickstart
     Claim(N00, r"also embeds the (\d+) chunks", output(N00, 4, r"'chunks written': (\d+)")),
     Claim(N00, r"chunks: (\d+) s on an idle machine", bench("quickstart", "setup", "index data/docs (s)")),
-    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic", output(N00, 23, r"highest best-similarity ([\d.]+)")),
-    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, 23, r"lowest best-similarity ([\d.]+)")),
+    Claim(N00, r"runs from ([\d.]+) \(the highest off-topic",
+          output(N00, SIMS_00, r"highest best-similarity ([\d.]+)")),
+    Claim(N00, r"to ([\d.]+) \(the lowest answerable", output(N00, SIMS_00, r"lowest best-similarity ([\d.]+)")),
     Claim(N00, r"cutoff, ([\d.]+), sits in it", CUTOFF_00),
     Claim(N00, r"these same (\d+) questions", QUESTIONS_00),
     Claim(N00, r"only (\d+) off-topic questions", OFF_TOPIC_00),
     Claim(N00, r"already among the (\d+) above", QUESTIONS_00),
     Claim(N00, r"\(hybrid, `k=(\d+)`, no cutoff\)", code(N00, 7, r"k=(\d+)")),
+    Claim(N00, r"so chunk 0 \(([\d.]+)\) comes before", output(N00, 7, r"bm25_zh\.md\s+0\s+[\d.]+\s+([\d.]+)")),
+    Claim(N00, r"the more similar chunk 4 \(([\d.]+)\)", output(N00, 7, r"bm25_zh\.md\s+4\s+[\d.]+\s+([\d.]+)")),
     Claim(N00, r"At ([\d.]+) it refuses", CUTOFF_00),
     Claim(N00, r"it refuses (\d+) of the \d+\s+answerable", held_out_00("0.86", 0)),
     Claim(N00, r"it refuses \d+ of the (\d+)\s+answerable", held_out_00("0.86", 1)),
@@ -591,33 +599,46 @@ CLAIMS: list[Claim] = [
     Claim(N00, r"through \((\d+)%, 95% CI", held_out_00("0.86", 7)),
     Claim(N00, r"through \(\d+%, 95% CI (\d+)-", held_out_00("0.86", 8)),
     Claim(N00, r"through \(\d+%, 95% CI \d+-(\d+)%\)", held_out_00("0.86", 9)),
-    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, 26, r"Chinese text: (\d+)/")),
-    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese", output(N00, 26, r"Chinese text: \d+/(\d+)")),
-    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, 26, r"English only: (\d+)/")),
-    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, 26, r"English only: \d+/(\d+)")),
-    Claim(N00, r"at ([\d.]+) only \d+ of the", code(N00, HELD_OUT_00, r"for cut in \([\d.]+, cutoff, ([\d.]+)\)")),
+    Claim(N00, r"(\d+) of the \d+ unanswerable questions with Chinese", output(N00, LANG_00, r"Chinese text: (\d+)/")),
+    Claim(N00, r"\d+ of the (\d+) unanswerable questions with Chinese",
+          output(N00, LANG_00, r"Chinese text: \d+/(\d+)")),
+    Claim(N00, r"against (\d+) of the \d+\s+English ones", output(N00, LANG_00, r"English only: (\d+)/")),
+    Claim(N00, r"against \d+ of the (\d+)\s+English ones", output(N00, LANG_00, r"English only: \d+/(\d+)")),
+    Claim(N00, r"at ([\d.]+) only \d+ of the", code(N00, HELD_OUT_00, r"for cut in \([\d.]+, CUTOFF, ([\d.]+)\)")),
     Claim(N00, r"only (\d+) of the \d+ unanswerable questions gets? through", held_out_00("0.88", 5)),
     Claim(N00, r"only \d+ of the (\d+) unanswerable questions gets? through", held_out_00("0.88", 6)),
     Claim(N00, r"but (\d+)\s+of the \d+ answerable ones are refused", held_out_00("0.88", 0)),
     Claim(N00, r"but \d+\s+of the (\d+) answerable ones are refused", held_out_00("0.88", 1)),
     Claim(N00, r"answerable ones are refused \((\d+)%\)", held_out_00("0.88", 2)),
-    Claim(N00, r"at ([\d.]+) false refusals drop", code(N00, HELD_OUT_00, r"for cut in \(([\d.]+), cutoff")),
-    Claim(N00, r"false refusals drop to (\d+) of \d+", held_out_00("0.84", 0)),
-    Claim(N00, r"false refusals drop to \d+ of (\d+)", held_out_00("0.84", 1)),
+    Claim(N00, r"at ([\d.]+) false refusals stay at", code(N00, HELD_OUT_00, r"for cut in \(([\d.]+), CUTOFF")),
+    Claim(N00, r"false refusals stay at (\d+) of \d+", held_out_00("0.84", 0)),
+    Claim(N00, r"false refusals stay at \d+ of (\d+)", held_out_00("0.84", 1)),
     Claim(N00, r"and (\d+) of the \d+ unanswerable\s+ones pass", held_out_00("0.84", 5)),
     Claim(N00, r"and \d+ of the (\d+) unanswerable\s+ones pass", held_out_00("0.84", 6)),
-    Claim(N00, r"With (\d+) and \d+ questions the intervals", output(N00, HELD_OUT_00, r"held out: (\d+) answerable")),
-    Claim(N00, r"With \d+ and (\d+) questions the intervals", output(N00, HELD_OUT_00, r"(\d+) not in the documents")),
     Claim(N00, r"here ([\d.]+) refused", CUTOFF_00),
     Claim(N00, r"refused (\d+)% of the answerable", held_out_00("0.86", 2)),
     Claim(N00, r"let (\d+)% of the unanswerable", held_out_00("0.86", 7)),
     Claim(N00, r"on the (\d+) sample questions, midway", QUESTIONS_00),
-    Claim(N00, r"characters: ([\d.]+) s and", bench("quickstart", "questions", 0, "ttft_s")),
-    Claim(N00, r"s and ([\d.]+) s in the table above", bench("quickstart", "questions", 1, "ttft_s")),
-    Claim(N00, r"in tokens, (\d+) against \d+", output(N00, 30, r"(\d+) prompt tokens  Milvus")),
-    Claim(N00, r"in tokens, \d+ against (\d+)", output(N00, 30, r"(\d+) prompt tokens  In Reciprocal")),
+    Claim(N00, r"first\s+token came after ([\d.]+) s against", bench("quickstart", "questions", 0, "ttft_s")),
+    Claim(N00, r"came after [\d.]+ s against ([\d.]+) s \(one run", bench("quickstart", "questions", 1, "ttft_s")),
+    Claim(N00, r"first prompt is (\d+) tokens against", output(N00, TOKENS_00, r"(\d+) prompt tokens  Milvus")),
+    Claim(N00, r"tokens against (\d+) \(the cell just above",
+          output(N00, TOKENS_00, r"(\d+) prompt tokens  In Reciprocal")),
     Claim(N00, r"Generation then ran at ([\d.]+) tokens/s", bench("quickstart", "questions", 0, "tokens_per_s")),
-    Claim(N00, r"first question and ([\d.]+) on the second", bench("quickstart", "questions", 1, "tokens_per_s")),
+    Claim(N00, r"first question and\s+([\d.]+) on the second", bench("quickstart", "questions", 1, "tokens_per_s")),
+    Claim(N00, r"answer took ([\d.]+) − [\d.]+ ≈", bench("quickstart", "questions", 1, "total_s")),
+    Claim(N00, r"answer took [\d.]+ − ([\d.]+) ≈", bench("quickstart", "questions", 1, "ttft_s")),
+    Claim(N00, r"≈ (\d+) s to write", derived(
+        "bench_results/quickstart.json, second question total_s - ttft_s",
+        lambda: bench("quickstart", "questions", 1, "total_s").get()
+        - bench("quickstart", "questions", 1, "ttft_s").get())),
+    Claim(solutions(N00), r"on the (\d+) held-out questions", output(N00, PER_LANG_00, r"of (\d+) questions change")),
+    Claim(solutions(N00), r"only (\d+) change and the interval",
+          output(N00, PER_LANG_00, r"; (\d+) of \d+ questions change")),
+    Claim(solutions(N00), r"the interval, \[([-+][\d.]+),",
+          output(N00, PER_LANG_00, r"difference [-+][\d.]+ \[([-+][\d.]+),")),
+    Claim(solutions(N00), r"the interval, \[[-+][\d.]+, ([-+][\d.]+)\]",
+          output(N00, PER_LANG_00, r"difference [-+][\d.]+ \[[-+][\d.]+, ([-+][\d.]+)\]")),
     # ---- 01 Milvus setup
     Claim(N01, r"about (\d+) s of cells", cell_seconds(N01), rel=0.5),
     Claim(N01, r"FLAT search ([\d.]+) s for one query", derived(
@@ -670,14 +691,16 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"between [\d.]+ and\s+([\d.]+) ms of CPU", derived(
         "bench_results/index.json, max CMRC CPU ms per query",
         lambda: max(r["cpu_ms_per_query"] for r in bench_rows("index", "cmrc", "settings")))),
-    Claim(N03, r"batched FLAT costs ([\d.]+) ms of CPU", setting("index", "FLAT", "cpu_ms_per_query")),
+    Claim(N03, r"exact FLAT \(([\d.]+) ms of CPU", setting("index", "FLAT", "cpu_ms_per_query")),
     Claim(N03, r"\(([\d.]+) to [\d.]+ ms for M = 8 to 32\)", hnsw_cpu(min)),
     Claim(N03, r"\([\d.]+ to ([\d.]+) ms for M = 8 to 32\)", hnsw_cpu(max)),
+    Claim(N03, r"HNSW finds only ([\d.]+) to\s+[\d.]+ of the true", hnsw_cpu(min, "recall@10")),
+    Claim(N03, r"HNSW finds only [\d.]+ to\s+([\d.]+) of the true", hnsw_cpu(max, "recall@10")),
     Claim(N03, r"\(([\d.]+) CPU seconds on the 20,000 vectors\)",
           setting("index", DEFAULT_HNSW, "build_cpu_s", ef=640)),
     Claim(N03, r"on the ([\d,]+) vectors", bench("index", "synthetic", "vectors")),
     Claim(N03, r"On the (\d+) CMRC chunks", bench("index", "cmrc", "vectors")),
-    Claim(N03, r"On ([\d,]+) vectors batched", bench("index", "synthetic", "vectors")),
+    Claim(N03, r"On ([\d,]+) random vectors exact FLAT", bench("index", "synthetic", "vectors")),
     Claim(N03, r"about (\d+) to \d+ chunks per cell", derived(
         "bench_results/index.json, CMRC vectors / the largest nlist",
         lambda: bench("index", "cmrc", "vectors").get()
@@ -702,6 +725,8 @@ CLAIMS: list[Claim] = [
         "bench_results/index.json, HNSW / HNSW_SQ index_mb (M=16, efC=64)",
         lambda: setting("index", "HNSW", "index_mb", M=16, efConstruction=64, ef=10).get()
         / setting("index", "HNSW_SQ", "index_mb", ef=10).get())),
+    Claim(N03, r"measured at load ([\d.]+)-[\d.]+, printed below", bench(HUNDRED_K, "loadavg_start", 0)),
+    Claim(N03, r"measured at load [\d.]+-([\d.]+), printed below", bench(HUNDRED_K, "loadavg_end", 0)),
     Claim(N03, r"about (\d+) minutes on 2\s+cores, measured at load",
           derived(f"bench_results/{HUNDRED_K}.json total_s / 60", lambda: bench(HUNDRED_K, "total_s").get() / 60)),
     Claim(N03, r"falls from recall ([\d.]+) at 20,000", setting("index", "HNSW", "recall@10", M=32, ef=640)),
@@ -768,11 +793,13 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"and (\d+) ms one query at a time", bench("crossing", "rows", {"engine": "numpy", "vectors": 100_000},
                                                           "p50_single_ms")),
     Claim(N03, r"against Lite's (\d+) ms", LITE_HNSW_SINGLE_100K),
-    Claim(N03, r"e5's sit between ([\d.]+) and", output(N00, 23, r"5th-95th percentile ([\d.]+)-")),
-    Claim(N03, r"e5's sit between [\d.]+ and ([\d.]+)", output(N00, 23, r"5th-95th percentile [\d.]+-([\d.]+)")),
+    Claim(N03, r"e5's sit between ([\d.]+) and", output(N00, SIMS_00, r"5th-95th percentile ([\d.]+)-")),
+    Claim(N03, r"e5's sit between [\d.]+ and ([\d.]+)", output(N00, SIMS_00, r"5th-95th percentile [\d.]+-([\d.]+)")),
     Claim(N03, r"The load average was ([\d.]+) at\s+the start", bench("index", "loadavg_start", 0)),
     Claim(N03, r"at\s+the start and ([\d.]+) at the end \(printed below\)", bench("index", "loadavg_end", 0)),
     # notebook 03, exercise 3's answer: one-run CPU ms per query at 200,000 vectors
+    Claim(solutions(N03), r"M=16/efC=64 gets there at ef = (\d+)", output(N03, 44, r"HNSW M=16 efC=64\s+(\d+)")),
+    Claim(solutions(N03), r"M=8/efC=32 needs ef = (\d+)", output(N03, 44, r"HNSW\s+M=8 efC=32\s+(\d+)")),
     Claim(solutions(N03), r"cost more \(([\d.]+) and [\d.]+ ms against", lite_hnsw_cpu_200k(32)),
     Claim(solutions(N03), r"cost more \([\d.]+ and ([\d.]+) ms against", lite_hnsw_cpu_200k(64)),
     Claim(solutions(N03), r"ms against ([\d.]+)\)", lite_hnsw_cpu_200k(128)),

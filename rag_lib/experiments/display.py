@@ -4,6 +4,8 @@ notebook 03's HNSW drawing, recall curves and crossing plot."""
 from __future__ import annotations
 
 import io
+import math
+import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +14,7 @@ from IPython.display import Image, Markdown
 from langchain_core.runnables.graph import Graph
 from langgraph.graph import END, START
 from langgraph.graph.state import CompiledStateGraph
+from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse, FancyArrowPatch, FancyBboxPatch
@@ -288,27 +291,56 @@ def draw_hnsw_layers() -> Image:
     return png(figure)
 
 
-INDEX_COLOURS = {"FLAT": "black", "IVF_FLAT": "tab:blue", "IVF_SQ8": "tab:cyan", "HNSW": "tab:orange",
-                 "HNSW_SQ": "tab:red", "HNSW, params dropped": "tab:gray"}
-LINE_STYLES, MARKERS = ["-", "--", ":", "-."], ["o", "s", "^", "D"]  # one per build, so two builds of a family differ
+# Recall curves: a build keeps one look in every panel. Each index family has a colour map (oranges for the HNSW
+# graphs, blues for IVF), and a build's shade and marker follow its size, `M` or `nlist`: darker and a later marker
+# as it grows. The 8-bit variants are dashed over their float32 twin; Lite's default graph is grey and dotted.
+FAMILY_STYLES = {"HNSW": ("Oranges", "-"), "HNSW_SQ": ("Oranges", "--"), "IVF_FLAT": ("Blues", "-"),
+                 "IVF_SQ8": ("Blues", "--"), "HNSW, params dropped": (None, ":")}
+SIZE_STEPS = {"M": (4, 2), "nlist": (16, 4)}  # (smallest value, factor per step): M 4, 8, 16, 32; nlist 16, 64, 256
+BUILD_MARKERS = ["v", "s", "o", "D", "p"]
 KNOB_TICKS = [1, 2, 4, 8, 16, 32, 64, 160, 320, 640]
+
+
+def build_size(build: str) -> tuple[str, int] | None:
+    """("M", 16) for "M=16 efC=64", ("nlist", 64) for "nlist=64"; None for a build named otherwise."""
+    match = re.search(r"\b(M|nlist)=(\d+)", build)
+    return (match[1], int(match[2])) if match else None
+
+
+def build_style(family: str, build: str) -> dict[str, Any]:
+    """Colour, line style and marker of one build's recall curve: the same in every panel (KeyError for a family the
+    course does not build)."""
+    colour_map, line = FAMILY_STYLES[family]
+    size = build_size(build)
+    if colour_map is None or size is None:
+        return {"color": "tab:gray", "linestyle": line, "marker": "x"}
+    smallest, factor = SIZE_STEPS[size[0]]
+    step = min(max(0, round(math.log(size[1] / smallest, factor))), len(BUILD_MARKERS) - 1)
+    shade = colormaps[colour_map](min(0.4 + 0.2 * step, 1.0))
+    return {"color": shade, "linestyle": line, "marker": BUILD_MARKERS[step]}
 
 
 def plot_recall_curves(panels: list[tuple[str, pd.DataFrame]]) -> Image:
     """Notebook 03's recall curves as a PNG, one panel per (title, settings) pair: recall@10 against the search
-    knob (`ef` or `nprobe`, log axis), one curve per index family (colour) and build (line style and marker). Each
-    settings frame has the columns "index", "build", "knob" and "recall@10"; FLAT rows have no knob and are left
-    out."""
+    knob (`ef` or `nprobe`, log axis, over the range the panel measured), one curve per build, styled by
+    `build_style` so a build looks the same in every panel. Each settings frame has the columns "index", "build",
+    "knob" and "recall@10"; FLAT rows have no knob and are left out."""
     figure = Figure(figsize=(10, 4 * len(panels)))
     FigureCanvasAgg(figure)
+    families = list(FAMILY_STYLES)
     for ax, (title, settings) in zip(figure.subplots(len(panels), 1, squeeze=False)[:, 0], panels):
         curves = settings.dropna(subset=["knob"])
-        for family, group in curves.groupby("index", sort=False):
-            for i, (build, curve) in enumerate(group.groupby("build", sort=False)):
-                ax.plot(curve["knob"], curve["recall@10"], LINE_STYLES[i % 4], marker=MARKERS[i % 4], markersize=4,
-                        color=INDEX_COLOURS[family], label=f"{family} {build}".strip())
+        builds = curves.groupby(["index", "build"], sort=False)
+        order = sorted(builds.groups, key=lambda key: (families.index(key[0]) if key[0] in families else len(families),
+                                                       (build_size(key[1]) or ("", 0))[1]))
+        for family, build in order:
+            curve = builds.get_group((family, build)).sort_values("knob")
+            ax.plot(curve["knob"], curve["recall@10"], markersize=4, label=f"{family} {build}".strip(),
+                    **build_style(family, build))
+        low, high = float(curves["knob"].min()), float(curves["knob"].max())
         ax.set_xscale("log")
-        ax.set_xticks(KNOB_TICKS)
+        ax.set_xlim(low / 1.3, high * 1.3)
+        ax.set_xticks([t for t in sorted({*KNOB_TICKS, low, high}) if low <= t <= high])
         ax.minorticks_off()
         ax.xaxis.set_major_formatter(ScalarFormatter())
         ax.set_xlabel("search knob: ef (HNSW) or nprobe (IVF)")
