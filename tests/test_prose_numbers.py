@@ -1290,14 +1290,16 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
     Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
     Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
-    Claim(N04, r"cosines lie within [\d.]+ of each other \(([\d.]+) to", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    Claim(N04, r"cosines lie within [\d.]+ of each other \(([\d.]+) to",
+          output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
     Claim(N04, r"of each other \([\d.]+ to ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
     Claim(N04, r"cosines lie within ([\d.]+) of each other",
           derived(f"{N04} cell 9 output, dense scores 1st minus 5th",
                   lambda: output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$").get()
                   - output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$").get())),
     Claim(N04, r"BM25 scores run from ([\d.]+) to", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
-    Claim(N04, r"BM25 scores run from [\d.]+ to ([\d.]+)\.", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+    Claim(N04, r"BM25 scores run from [\d.]+ to ([\d.]+)\.",
+          output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
     # section 2: the hand-made queries (cell 23 counts the ranks table of cell 22)
     Claim(N04, r"BM25 ranks the right file first on (\d) of the \d \(second", summary_04("sparse", "keyword", "first")),
     Claim(N04, r"BM25 ranks the right file first on \d of the (\d) \(second", summary_04("sparse", "keyword", "of")),
