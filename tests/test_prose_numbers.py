@@ -1234,13 +1234,6 @@ CLAIMS: list[Claim] = [
           output(N02, 35, r"\((\d+) chars\) of milvus_hnsw_index\.md:\s+best child: ## Build")),
     Claim(N02, r"(\d+) characters of children", output(N02, 35, r"(\d+) -> \d+ characters of context")),
     Claim(N02, r"became (\d+) of parents", output(N02, 35, r"\d+ -> (\d+) characters of context")),
-    # section 6, a second embedding model (bench_results/embeddings.json)
-    Claim(N02, r"no measurable\s+difference on ([\d,]+) questions", bench("embeddings", "setup", "questions")),
-    Claim(N02, r"(\d+) of the \d+\s+fusions lose", derived("bench_results/embeddings.json: fusions below 0",
-          lambda: sum(d["R@1 diff 95% CI"][1] < 0 for d in results("embeddings")["differences"]
-                      if d["pipeline"] != "USE alone"))),
-    Claim(N02, r"\d+ of the (\d+)\s+fusions lose", derived("bench_results/embeddings.json: fusions",
-          lambda: sum(d["pipeline"] != "USE alone" for d in results("embeddings")["differences"]))),
     Claim(N02, r"`RAG_MAX_FILE_MB` \(default (\d+)\)", output(N02, 3, r"over the (\d+) MB limit")),
     Claim(N02, r"fills every chunk to (\d+)", output(N02, 9, r"fixed\s+\d+\s+\d+\s+\d+\s+(\d+)")),
     Claim(N02, r"Its (\d+) tiny chunks are", output(N02, 9, r"(?m)^1\s+\d+%\s+(\d+)")),
