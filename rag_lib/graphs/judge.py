@@ -258,8 +258,7 @@ def route(state: JudgeState) -> list[Send] | Literal["generate", "refuse"]:
 
 def explore(task: ExploreTask, runtime: Runtime[JudgeContext], *,
             checkpointer: BaseCheckpointSaver | None = None) -> dict:
-    """Compile this graph again (same checkpointer), run it with the same context on the follow-up's thread; report
-    its answer and calls."""
+    """Build this graph again and run it on the follow-up's thread (same context, checkpointer); report its answer."""
     child = build_judge_graph(checkpointer).invoke(
         {"question": task["question"], "depth": task["depth"], "budget": task["budget"]},
         {"configurable": {"thread_id": task["thread_id"]}}, context=runtime.context)

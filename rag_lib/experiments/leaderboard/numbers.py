@@ -37,6 +37,14 @@ def bm25_analyzer(name: str) -> str:
             else "BM25 with the course analyzer (jieba + stop filter)")
 
 
+TRIAL = "CMRC trial, 1,002 questions"
+
+
+def trial_of(file: str) -> str:
+    """TRIAL, naming the BM25 analyzer when a benchmark ran with jieba alone instead of the course analyzer."""
+    return TRIAL + (" (BM25 jieba alone)" if bm25_analyzer(file).endswith("jieba alone") else "")
+
+
 def node_groups() -> dict:
     """data/derived/node_groups.json, the node groups the advanced benchmark indexes: written once at indexing, one
     structured LLM call per document (`rag_lib.experiments.node_groups.precompute`), with its seconds."""

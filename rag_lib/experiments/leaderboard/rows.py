@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rag_lib.experiments.leaderboard.numbers import (
+    TRIAL,
     agent_held_out_kinds,
     agent_pair,
     answer_pair,
-    bm25_analyzer,
     calls,
     condense_pair,
     interval,
@@ -21,6 +21,7 @@ from rag_lib.experiments.leaderboard.numbers import (
     results,
     signed,
     table,
+    trial_of,
 )
 
 
@@ -99,14 +100,6 @@ COMPLETE = "per-context fusion, every candidate scored by every search"
 
 
 ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
-
-
-TRIAL = "CMRC trial, 1,002 questions"
-
-
-def trial_of(file: str) -> str:
-    """TRIAL, naming the BM25 analyzer when a benchmark ran with jieba alone instead of the course analyzer."""
-    return TRIAL + (" (BM25 jieba alone)" if bm25_analyzer(file).endswith("jieba alone") else "")
 
 
 NOT_TUNED = "nothing tuned"
