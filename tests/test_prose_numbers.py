@@ -440,6 +440,12 @@ SUMMARY_04 = r"(\d+) first, (\d+) in top 3 \(of (\d+)\)"
 RAW_TOP_04 = output(N04, 15, r"weighted 0\.9/0\.1, raw\s+\S+ #\d+ \(([\d.]+)\)")
 
 
+def ranked_04(rank: int, bm25: bool = False) -> Value:
+    """One score of notebook 04's cell 9 printout: the hit at `rank`, BM25's (two or more integer digits) or dense's."""
+    number = r"\d{2,}\.\d+" if bm25 else r"0\.\d+"
+    return output(N04, 9, rf"(?m)^{rank}\s+\S+ #\d+ \(({number})\)\s*$")
+
+
 def summary_04(strategy: str, kind: str, what: str) -> Value:
     """One count of notebook 04's summary table: `what` is "first", "top 3" or "of" (queries of that kind)."""
     column = ("keyword", "paraphrase").index(kind) * 3 + ("first", "top 3", "of").index(what) + 1
@@ -1279,20 +1285,20 @@ CLAIMS: list[Claim] = [
     # ---- 04 hybrid search
     # section 1: the fusions of one paraphrase
     Claim(N04, r"fused score of ([\d.]+) \(section 1\)", RAW_TOP_04),
-    Claim(N04, r"tenth spans 0\.1 × \(([\d.]+) − ", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
-    Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
-    Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
-    Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+    Claim(N04, r"tenth spans 0\.1 × \(([\d.]+) − ", ranked_04(1, bm25=True)),
+    Claim(N04, r"tenth spans 0\.1 × \([\d.]+ − ([\d.]+)\)", ranked_04(5, bm25=True)),
+    Claim(N04, r"nine tenths 0\.9 × \(([\d.]+) − ", ranked_04(1)),
+    Claim(N04, r"nine tenths 0\.9 × \([\d.]+ − ([\d.]+)\)", ranked_04(5)),
     Claim(N04, r"cosines lie within [\d.]+ of each other \(([\d.]+) to",
-          output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
-    Claim(N04, r"of each other \([\d.]+ to ([\d.]+)\)", output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$")),
+          ranked_04(1)),
+    Claim(N04, r"of each other \([\d.]+ to ([\d.]+)\)", ranked_04(5)),
     Claim(N04, r"cosines lie within ([\d.]+) of each other",
           derived(f"{N04} cell 9 output, dense scores 1st minus 5th",
-                  lambda: output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((0\.\d+)\)\s*$").get()
-                  - output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((0\.\d+)\)\s*$").get())),
-    Claim(N04, r"BM25 scores run from ([\d.]+) to", output(N04, 9, r"(?m)^1\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+                  lambda: ranked_04(1).get()
+                  - ranked_04(5).get())),
+    Claim(N04, r"BM25 scores run from ([\d.]+) to", ranked_04(1, bm25=True)),
     Claim(N04, r"BM25 scores run from [\d.]+ to ([\d.]+)\.",
-          output(N04, 9, r"(?m)^5\s+\S+ #\d+ \((\d{2,}\.\d+)\)\s*$")),
+          ranked_04(5, bm25=True)),
     # section 2: the hand-made queries (cell 23 counts the ranks table of cell 22)
     Claim(N04, r"BM25 ranks the right file first on (\d) of the \d \(second", summary_04("sparse", "keyword", "first")),
     Claim(N04, r"BM25 ranks the right file first on \d of the (\d) \(second", summary_04("sparse", "keyword", "of")),
