@@ -30,11 +30,14 @@ def results(name: str) -> dict:
     return json.loads((BENCH / f"{name}.json").read_text(encoding="utf-8"))
 
 
-@cache
+def jieba_alone(name: str) -> bool:
+    """Whether a CMRC benchmark's BM25 ran with jieba alone (its setup) rather than the course analyzer."""
+    return results(name)["setup"].get("BM25 analyzer") == JIEBA_ANALYZER_PARAMS
+
+
 def bm25_analyzer(name: str) -> str:
-    """Which BM25 analyzer a CMRC benchmark ran with, from its setup, in words."""
-    return ("BM25 with jieba alone" if results(name)["setup"].get("BM25 analyzer") == JIEBA_ANALYZER_PARAMS
-            else "BM25 with the course analyzer (jieba + stop filter)")
+    """Which BM25 analyzer a CMRC benchmark ran with, in words."""
+    return "BM25 with jieba alone" if jieba_alone(name) else "BM25 with the course analyzer (jieba + stop filter)"
 
 
 TRIAL = "CMRC trial, 1,002 questions"
@@ -42,9 +45,10 @@ TRIAL = "CMRC trial, 1,002 questions"
 
 def trial_of(file: str) -> str:
     """TRIAL, naming the BM25 analyzer when a benchmark ran with jieba alone instead of the course analyzer."""
-    return TRIAL + (" (BM25 jieba alone)" if bm25_analyzer(file).endswith("jieba alone") else "")
+    return TRIAL + (" (BM25 jieba alone)" if jieba_alone(file) else "")
 
 
+@cache
 def node_groups() -> dict:
     """data/derived/node_groups.json, the node groups the advanced benchmark indexes: written once at indexing, one
     structured LLM call per document (`rag_lib.experiments.node_groups.precompute`), with its seconds."""
