@@ -9,7 +9,8 @@ results):
   even contexts indexed, odd ones only in the offline "web" corpus (where only CRAG can reach them).
   Pipelines (--pipelines), each run as the course runs it, a graph with its runtime context: llm_only (no
   retrieval), rag (RAGContext, generative), rag_extractive (RAGContext(mode="extractive")), rag_extractive_k2 (the
-  same with two passages instead of three: a shorter prompt), crag and judge (each
+  same with two passages instead of three: a shorter prompt), rag_web_extractive (the same with a web route and
+  no grader: the web's top pages for the question when no local passage passes the cutoff), crag and judge (each
   generative, and extractive as crag_extractive and judge_extractive), and the bound with retrieval taken as
   perfect: gold (the extractive RAG graph whose retriever returns the question's own context) and gold_generative
   (the same, generative). llm_only and the gold pipelines read no index, so they run once per question and their

@@ -40,8 +40,8 @@ from rag_lib.store import connect, ensure_collection_for
 from rag_lib.text import detect_language
 from rag_lib.websearch import OfflineWebSearch
 
-PIPELINES = ("llm_only", "rag", "rag_extractive", "rag_extractive_k2", "crag", "crag_extractive", "judge",
-             "judge_extractive", "gold", "gold_generative")
+PIPELINES = ("llm_only", "rag", "rag_extractive", "rag_extractive_k2", "rag_web_extractive", "crag",
+             "crag_extractive", "judge", "judge_extractive", "gold", "gold_generative")
 INDEX_FREE = ("llm_only", "gold", "gold_generative")  # read no index: one run per question serves every setting
 K = 3  # chunks retrieved per question by every retrieving pipeline
 CRAG_MAX_LLM_CALLS = 6
@@ -110,6 +110,7 @@ CONTEXT_OF: dict[str, Callable[[dict], list[str]]] = {
     "rag": rag_context,
     "rag_extractive": rag_context,
     "rag_extractive_k2": rag_context,
+    "rag_web_extractive": rag_context,
     "crag": crag_context,
     "crag_extractive": crag_context,
     "judge": judge_context,
@@ -126,6 +127,19 @@ class GoldRetriever(BaseRetriever):
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return list(self.documents)
+
+
+class WebFallbackRetriever(BaseRetriever):
+    """Plain RAG's retriever with a web route and no grader: the local hits that pass the cutoff, else the web's
+    top pages for the question as asked. The baseline that tells what CRAG's model calls add to a web route."""
+
+    local: BaseRetriever
+    web: Any  # a rag_lib.websearch.WebSearch
+    k: int = K
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
+        hits = self.local.invoke(query, config={"callbacks": run_manager.get_child()})
+        return hits or self.web.search(query, k=self.k)
 
 
 def llama_timings(llm: BaseChatModel | None) -> tuple[float, float, int, int] | None:
@@ -260,6 +274,8 @@ def indexed_pipelines(
                                                          mode="extractive")),  # a shorter prompt: two passages
     }
     crag, judge, web = build_crag_graph(), build_judge_graph(), OfflineWebSearch(pages)
+    fallback = WebFallbackRetriever(local=retriever(min_similarity=cutoff), web=web)
+    graphs["rag_web_extractive"] = rag.bind(context=RAGContext(retriever=fallback, llm=llm, mode="extractive"))
     for suffix, mode in (("", "generative"), ("_extractive", "extractive")):
         graphs["crag" + suffix] = crag.bind(context=CRAGContext(
             retriever=retriever(), llm=llm, web_search=web, max_llm_calls=CRAG_MAX_LLM_CALLS, mode=mode))
@@ -278,5 +294,7 @@ def details(pipeline: str, state: dict) -> dict:
     if CONTEXT_OF[pipeline] in (judge_context, judge_extractive_context):
         return {"follow_ups": len(state.get("sub_answers", []))}
     if CONTEXT_OF[pipeline] is rag_context:
-        return {"passages": len(state.get("documents", []))} | extracted
+        documents = state.get("documents", [])
+        web = {"web_pages": sum("backend" in d.metadata for d in documents)} if pipeline == "rag_web_extractive" else {}
+        return {"passages": len(documents)} | web | extracted
     return {}

@@ -28,7 +28,8 @@ from rag_lib.index import source_name
 
 # paired differences reported (first - second), when both pipelines have rows
 PAIRS = (("rag", "llm_only"), ("rag_extractive", "rag"), ("rag_extractive_k2", "rag_extractive"), ("crag", "rag"),
-         ("crag_extractive", "rag_extractive"),
+         ("crag_extractive", "rag_extractive"), ("rag_web_extractive", "rag_extractive"),
+         ("crag_extractive", "rag_web_extractive"),
          ("crag_extractive", "crag"), ("judge", "rag"), ("judge_extractive", "rag_extractive"),
          ("judge_extractive", "judge"), ("gold", "rag_extractive"), ("gold_generative", "rag"),
          ("gold", "gold_generative"))
