@@ -268,7 +268,6 @@ PEER_BM25, PEER_DENSE = "peer: rank_bm25 (jieba), numpy", "peer: dense e5, numpy
 CUTOFF, RERANK = "hybrid weighted + similarity cutoff", "hybrid RRF + e5 rerank (two-stage)"
 PARENT = "parent-child: 120-char children -> context"
 FUSED = "per-context fusion: children + chunks + contexts + titles"
-FUSED_ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
 FUSED_COMPLETE = "per-context fusion, every candidate scored by every search"
 HYBRIDS = (RRF, WEIGHTED, CUTOFF)  # the hybrids without rerank
 SINGLES = (PEER_BM25, PEER_DENSE, BM25, DENSE, RERANK)
@@ -843,7 +842,6 @@ CLAIMS: list[Claim] = [
     # ---- 11: the retrieval benchmark
     *[Claim(N12, r"reaches\s+recall@1/3/5 = " + "/".join(r"([.\d]+)" if j == i else r"[.\d]+" for j in range(3)),
             pipeline(PEER_BM25, metric)) for i, metric in enumerate(("R@1", "R@3", "R@5"))],
-    Claim(N12, r"falls to recall@1 ([.\d]+)\.", pipeline(FUSED_ENSEMBLE, "R@1")),
     Claim(N12, r"by ([\d.]+) to [\d.]+\s+points", lift(min)),
     Claim(N12, r"by [\d.]+ to ([\d.]+)\s+points", lift(max)),
     Claim(N12, r"\(([.\d]+) and [.\d]+ → [.\d]+ and [.\d]+\)", pipeline(BM25, "R@1")),
@@ -995,6 +993,8 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"and ([\d.]+) s more in the split\s+setting", answers_pair("split", JUDGE_PAIR, "s diff")),
     # ---- 12: held-out retrieval, the slimmed retrieval reading, CRAG's local evidence loss
     Claim(N12, r"dev split\s+\((\d+) contexts no choice", bench("retrieval_dev", "setup", "contexts")),
+    Claim(N12, r"parent-child takes\s+(\d+) ms a question", pipeline(PARENT, "p50 ms")),
+    Claim(N12, r"ms a question against (\d+): \"best\"", pipeline(FUSED_COMPLETE, "p50 ms")),
     Claim(N12, r"course analyzer scores recall@1 ([.\d]+)", pipeline(BM25, "R@1")),
     *metric_claims(N12, r"return their context\) reaches\s+recall@1 {}, recall@5 {}, MRR@5 {}",
                    lambda m: pipeline(PARENT, m)),
