@@ -395,6 +395,8 @@ def f1_pairs_11() -> list[tuple[float, float]]:
     return [(float(j), float(r)) for j, r in re.findall(r"judge F1 ([\d.]+):[^\n]*\n\s+plain F1 ([\d.]+):",
                                                           output_text(N11, HELD_OUT_ROWS_11))]
 
+# Notebook 01, cell 5: how many document openings were embedded (printed as "N openings;", formerly "N sentences;").
+OPENINGS_01 = r"(\d+) (?:openings|sentences);"
 # Notebook 01, section 7: the hard set's summary line, up to its count of cross-lingual questions (the output printed
 # before the answer's-language filter was added ends the line with "changed)", the current one with "(N cross-lingual)").
 HARD_01 = r"14 questions, \d+ changed(?:\)\s+|[^\n]*\()"
@@ -659,9 +661,9 @@ CLAIMS: list[Claim] = [
         lambda: setting(HUNDRED_K, "FLAT", "p50_single_ms").get() / 1000)),
     Claim(N01, r"(\d+) ms per query batched", setting(HUNDRED_K, "FLAT", "p50_batched_ms")),
     Claim(N01, r"batched (\d+) per call", bench(HUNDRED_K, "batch")),
-    Claim(N01, r"embed (\d+) sentences", output(N01, 5, r"(\d+) sentences;")),
-    Claim(N01, r"opening sentences of the (\d+) documents", output(N01, 5, r"(\d+) sentences;")),
-    Claim(N01, r"Insert the same (\d+) sentences", output(N01, 5, r"(\d+) sentences;")),
+    Claim(N01, r"embed (\d+) openings", output(N01, 5, OPENINGS_01)),
+    Claim(N01, r"opening sentences of the (\d+) documents", output(N01, 5, OPENINGS_01)),
+    Claim(N01, r"Insert the same (\d+) openings", output(N01, 5, OPENINGS_01)),
     Claim(N01, r"up to ~(\d+)k vectors", bench(HUNDRED_K, "synthetic", "vectors", scale=1e-3)),
     Claim(N01, r"json`, (\d+)k x \d+", bench(HUNDRED_K, "synthetic", "vectors", scale=1e-3)),
     Claim(N01, r"k x (\d+), measured at", bench(HUNDRED_K, "synthetic", "dim")),
