@@ -397,8 +397,8 @@ def f1_pairs_11() -> list[tuple[float, float]]:
 
 # Notebook 01, cell 5: how many document openings were embedded (printed as "N openings;", formerly "N sentences;").
 OPENINGS_01 = r"(\d+) (?:openings|sentences);"
-# Notebook 01, section 7: the hard set's summary line, up to its count of cross-lingual questions (the output printed
-# before the answer's-language filter was added ends the line with "changed)", the current one with "(N cross-lingual)").
+# Notebook 01, section 7: the hard set's summary line, up to its count of cross-lingual questions (the output from
+# before the answer's-language filter ends the line with "changed)", the current one with "(N cross-lingual)").
 HARD_01 = r"14 questions, \d+ changed(?:\)\s+|[^\n]*\()"
 N02, N04, N05 = "02_hybrid_indexing", "04_retriever_design", "05_advanced_retrieval"
 
