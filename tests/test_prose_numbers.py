@@ -1217,6 +1217,12 @@ CLAIMS: list[Claim] = [
           bench("router", "local", "accuracy app", "save_then_retrieve", "n")),
     Claim(N13, r"the total to (\d+) of \d+\.", bench("router", "local", "accuracy app", "all", "correct")),
     Claim(N13, r"the total to \d+ of (\d+)\.", bench("router", "local", "accuracy app", "all", "n")),
+    # the takeaways repeat the wrong time's grade (cell 28) and the salad-bar similarity (cell 34)
+    Claim(N13, r"wrong opening time (\d)/\d/\d", output(N13, 28, r"wrong time\s+faithfulness (\d)")),
+    Claim(N13, r"wrong opening time \d/(\d)/\d", output(N13, 28, r"wrong time\s+faithfulness \d\s+relevance (\d)")),
+    Claim(N13, r"wrong opening time \d/\d/(\d)", output(N13, 28, r"wrong time[^\n]*completeness (\d)")),
+    Claim(N13, r"salad-bar chunk scored ([\d.]+)",
+          output(N13, 34, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     # ---- 13 exercise 2's solution: the salad-bar chunks and the off-topic questions at a 0.84 cutoff (cell 43)
     Claim(solutions(N13), r"note pass \(([\d.]+) and [\d.]+ in section 5\)",
           output(N13, 43, r"kept \S+\s+#0\s+similarity ([\d.]+)")),
