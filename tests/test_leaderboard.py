@@ -71,7 +71,7 @@ def test_two_hop_rows_quote_the_held_out_half() -> None:
                   if p["questions"] == "all" and p["comparison"] == "bridge - rag_extractive")
     found = row("two-hop bridge (copy the bridge, search it, read the union)")
     assert (found.diff, found.ci, found.n) == (bridge["F1 diff"], tuple(bridge["F1 diff ci"]), bridge["n"])
-    assert lb.interval(bridge["evidence diff"], bridge["evidence diff ci"], 2) in found.elsewhere
+    assert lb.interval(bridge["evidence diff"], bridge["evidence diff ci"], 2) in found.quality()
 
 
 def test_answer_costs_come_from_the_run_the_differences_come_from() -> None:
@@ -172,7 +172,7 @@ def test_durability_section_quotes_the_json() -> None:
 
 def test_the_verdicts_notebook_14_writes_follow_their_intervals() -> None:
     rows = {r.technique: r for r in lb.leaderboard()}
-    hybrid, stop = rows["hybrid RRF (dense + BM25)"], rows["BM25 with a stop-word filter (punctuation, particles)"]
+    hybrid, stop = rows["hybrid RRF (dense + BM25)"], rows["BM25, jieba + stop filter"]
     hyde, union = rows["HyDE, passage in the question's language"], rows["question + translation (union)"]
     gold, agent = rows["gold context (the bound: perfect retrieval)"], rows[
         "tool-calling agent (create_agent, constrained steps)"]
@@ -190,3 +190,14 @@ def test_the_verdicts_notebook_14_writes_follow_their_intervals() -> None:
     assert two_hop["judge_extractive - rag_extractive"]["F1 diff ci"][1] < 0  # "it loses"
     low, high = two_hop["bridge - rag_extractive"]["F1 diff ci"]
     assert low <= 0 <= high  # "no measurable difference"
+    complete = rows["per-context fusion, every candidate scored"]  # "clear of zero ... on one split only"
+    dev_low, dev_high = lb.negated(lb.fusion_vs(lb.COMPLETE, file="retrieval_dev"))[1]
+    assert complete.ci[0] > 0 and dev_low <= 0 <= dev_high and "point values" in hybrid.elsewhere
+    assert stop.elsewhere.startswith("dev: +") and "-" not in stop.elsewhere.split("[")[1]
+    written = next(s for s in bench("advanced")["summary"]  # "it changed none of the 23 retrievals"
+                   if s["pipeline"] == "question + translation (union)" and s["set"] == "sample as written")
+    assert written["recall@3 diff"] == 0 and tuple(written["recall@3 diff 95% CI"]) == (0, 0)
+    crag = lb.answers_paired("crag_extractive - rag_extractive")
+    assert crag["evidence diff ci"][1] < 0 and crag["F1 diff ci"][0] <= 0 <= crag["F1 diff ci"][1]
+    web = lb.answers_paired("crag_extractive - rag_extractive", "split")  # the split gain needs the web route
+    assert "no web route" in rows["Corrective RAG (grade, rewrite, web search)"].elsewhere and web["F1 diff ci"][0] > 0

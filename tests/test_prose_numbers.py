@@ -1231,6 +1231,12 @@ CLAIMS: list[Claim] = [
           bench("router", "local", "accuracy app", "save_then_retrieve", "n")),
     Claim(N13, r"the total to (\d+) of \d+\.", bench("router", "local", "accuracy app", "all", "correct")),
     Claim(N13, r"the total to \d+ of (\d+)\.", bench("router", "local", "accuracy app", "all", "n")),
+    # the takeaways repeat the wrong time's grade (cell 28) and the salad-bar similarity (cell 34)
+    Claim(N13, r"wrong opening time (\d)/\d/\d", output(N13, 28, r"wrong time\s+faithfulness (\d)")),
+    Claim(N13, r"wrong opening time \d/(\d)/\d", output(N13, 28, r"wrong time\s+faithfulness \d\s+relevance (\d)")),
+    Claim(N13, r"wrong opening time \d/\d/(\d)", output(N13, 28, r"wrong time[^\n]*completeness (\d)")),
+    Claim(N13, r"salad-bar chunk scored ([\d.]+)",
+          output(N13, 34, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     # ---- 13 exercise 2's solution: the salad-bar chunks and the off-topic questions at a 0.84 cutoff (cell 43)
     Claim(solutions(N13), r"note pass \(([\d.]+) and [\d.]+ in section 5\)",
           output(N13, 43, r"kept \S+\s+#0\s+similarity ([\d.]+)")),
@@ -1607,8 +1613,8 @@ def test_benchmark_answer_tables_are_the_json() -> None:
     assert not missing, f"rows not in docs/benchmarks.md ({rerun}):\n" + "\n".join(missing)
 
 
-# Notebook 14: its takeaways are formatted from the leaderboard's rows in a code cell; the numbers left in its
-# markdown are checked here against its outputs and the JSON.
+# Notebook 14: the numbers of its markdown, takeaways included, against its outputs, the JSON and, for the intervals
+# the leaderboard bootstraps from per-question rows, rag_lib.experiments.leaderboard (which reads the JSON only).
 N14 = "14_technique_leaderboard"
 COMPLETE_14 = ("per-context fusion", "all", "per-context fusion, every candidate scored by every search")
 
@@ -1637,4 +1643,121 @@ CLAIMS += [
     Claim(N14, r"ms per query against (\d+) and", p50_14("per-context fusion: children + chunks + contexts + titles")),
     Claim(N14, r"against \d+ and (\d+) ms in the", p50_14(COMPLETE_14[-1])),
     Claim(N14, r"Corrective RAG gains \+([.\d]+) F1 over plain RAG", answers_pair("split", CRAG_PAIR, "F1 diff")),
+]
+
+
+def pair_14(where: str, pair: Callable[[], tuple]) -> Callable[..., Value]:
+    """interval_claims' `value` for a (difference, (low, high)) pair computed by `pair()`."""
+    return lambda key, *end: derived(where, (lambda: pair()[0]) if not end else (lambda: pair()[1][end[0]]))
+
+
+def bench_pair_14(file: str, *path: Any, diff: str, ci: str, negate: bool = False) -> Callable[..., Value]:
+    """interval_claims' `value` for a difference and its interval in a JSON row; `negate` reads it the other way
+    round (the interval's ends swap)."""
+    def value(key: str, *end: int) -> Value:
+        if not end:
+            return bench(file, *path, diff, scale=-1 if negate else 1)
+        return bench(file, *path, ci, 1 - end[0] if negate else end[0], scale=-1 if negate else 1)
+    return value
+
+
+def retrieval_point_14(file: str, name: str, baseline: str) -> Value:
+    """The difference of two pipelines' R@1 point values in a retrieval JSON."""
+    rows = lambda: {p["pipeline"]: p["R@1"] for p in results(file)["pipelines"]}  # noqa: E731
+    return derived(f"bench_results/{file}.json, R@1 {name} - {baseline}", lambda: rows()[name] - rows()[baseline])
+
+
+def leaderboard_14():
+    from rag_lib.experiments import leaderboard
+
+    return leaderboard
+
+
+STOP_14 = ("segments", "pipelines", {"pipeline": "BM25, flushed once, stop filter"})
+UNION_14, HYDE_14 = "question + translation (union)", "HyDE (passage in the question's language)"
+FUSED_14 = "per-context fusion: children + chunks + contexts + titles"
+PLAIN_14 = r"the model alone, F1 on \d+ questions: "
+TWO_HOP_14 = {"judge": {"comparison": "judge_extractive - rag_extractive", "questions": "all"},
+              "bridge": {"comparison": "bridge - rag_extractive", "questions": "all"}}
+
+CLAIMS += [
+    # ---- section 4's takeaways, bullet 1: retrieval
+    *interval_claims(N14, r"Hybrid RRF over dense search\s+gains ", bench_pair_14(
+        "fusion", "pipelines", {"pipeline": "weighted, dense share 1.0"}, diff="R@1 - default", ci="95% CI",
+        negate=True), "diff", sep=r" \["),
+    Claim(N14, r"for about (\d+) ms more", derived("retrieval.json p50 ms, hybrid RRF - dense", lambda: (
+        walk(results("retrieval"), ("pipelines", {"pipeline": RRF}, "p50 ms"))
+        - walk(results("retrieval"), ("pipelines", {"pipeline": DENSE}, "p50 ms")))), rel=0.5),
+    Claim(N14, r"on the dev split, \+([.\d]+) \(point value", retrieval_point_14("retrieval_dev", RRF, DENSE)),
+    *interval_claims(N14, r"The fully scored fusion gains ", lambda key, *end: complete_vs_fusion(*end), "diff",
+                     sep=r" \["),
+    *interval_claims(N14, r"over the plain fusion on trial; on dev,\s+", bench_pair_14(
+        "retrieval_dev", *COMPLETE_14, diff="fused - this, R@1", ci="fused - this, R@1 95% CI", negate=True),
+        "diff", sep=r" \["),
+    *interval_claims(N14, r"no measurable difference on trial \(", bench_pair_14(
+        "lite", *STOP_14, diff="R@1 - flushed once", ci="95% CI"), "diff", sep=r" \["),
+    *interval_claims(N14, r"and\s+gains ", bench_pair_14(
+        "lite_dev", *STOP_14, diff="R@1 - flushed once", ci="95% CI"), "diff", sep=r" \[", suffix=" on the dev"),
+    Claim(N14, r"Parent-child \(([+-][.\d]+)\)", retrieval_point_14("retrieval", PARENT, WEIGHTED)),
+    Claim(N14, r"against hybrid RRF \(([+-][.\d]+)\)", retrieval_point_14("retrieval", RERANK, RRF)),
+    *interval_claims(N14, r"fusion's searches loses\s+", bench_pair_14(
+        "retrieval", "per-context fusion", "all", "LangChain EnsembleRetriever (weighted RRF) of the same searches",
+        diff="fused - this, R@1", ci="fused - this, R@1 95% CI", negate=True), "diff", sep=r" \["),
+    # bullet 2: query transforms
+    *interval_claims(N14, r"Question \+ translation gains ", bench_pair_14(
+        "advanced", "summary", {"pipeline": UNION_14, "set": "translated + hard"}, diff="recall@3 diff",
+        ci="recall@3 diff 95% CI"), "diff", sep=r" \["),
+    Claim(N14, r"recall@3 on the (\d+) cross-lingual",
+          bench("advanced", "summary", {"pipeline": UNION_14, "set": "translated + hard"}, "questions")),
+    Claim(N14, r"on the (\d+) questions that need no",
+          bench("advanced", "summary", {"pipeline": UNION_14, "set": "sample as written"}, "questions")),
+    Claim(N14, r"changed none of the (\d+) retrievals",
+          bench("advanced", "summary", {"pipeline": UNION_14, "set": "sample as written"}, "questions")),
+    *interval_claims(N14, r"HyDE in the question's language loses ", bench_pair_14(
+        "advanced", "summary", {"pipeline": HYDE_14, "set": "translated + hard"}, diff="recall@3 diff",
+        ci="recall@3 diff 95% CI"), "diff", sep=r" \["),
+    # bullet 3: retrieval and reading
+    Claim(N14, r"Plain RAG adds ([+-][.\d]+) \[", output(N14, 4, PLAIN_14 + r"([+-][.\d]+) \[")),
+    Claim(N14, r"Plain RAG adds [+-][.\d]+ \[([+-][.\d]+),", output(N14, 4, PLAIN_14 + r"[+-][.\d]+ \[([+-][.\d]+),")),
+    Claim(N14, r"Plain RAG adds [+-][.\d]+ \[[+-][.\d]+, ([+-][.\d]+)\]",
+          output(N14, 4, PLAIN_14 + r"[+-][.\d]+ \[[+-][.\d]+, ([+-][.\d]+)\]")),
+    Claim(N14, r"over plain RAG on (\d+) CMRC trial", answers_pair("local", "gold - rag_extractive", "n")),
+    *interval_claims(N14, r"CMRC trial questions \(", lambda key, *end: answers_pair(
+        "local", "gold - rag_extractive", "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \["),
+    Claim(N14, r"reaches only F1 ([.\d]+)", answers_row("local", "gold", "F1")),
+    # bullet 4: Corrective RAG, and the evidence figure of section 2
+    *interval_claims(N14, r"CRAG gains ", lambda key, *end: answers_pair(
+        "split", CRAG_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \[", suffix=" F1"),
+    *interval_claims(N14, r"grader loses evidence\s+\(", lambda key, *end: answers_pair(
+        "local", CRAG_PAIR, "evidence diff" if not end else "evidence diff ci", *end), "e", sep=r" \["),
+    *interval_claims(N14, r"held the\s+answer \(evidence ", lambda key, *end: answers_pair(
+        "local", CRAG_PAIR, "evidence diff" if not end else "evidence diff ci", *end), "e", sep=r" \["),
+    # bullet 5: the judge, the bridge and the agent
+    *interval_claims(N14, r"every paragraph indexed \(", lambda key, *end: answers_pair(
+        "local", JUDGE_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \["),
+    *interval_claims(N14, r"loses ", lambda key, *end: answers_pair(
+        "split", JUDGE_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \[",
+        suffix=" in the split setting"),
+    Claim(N14, r"costs ([\d.]+) s\s+more per answer", answers_pair("local", JUDGE_PAIR, "s diff")),
+    Claim(N14, r"On (\d+) held-out two-hop", bench("multihop_held_out", "paired", TWO_HOP_14["judge"], "n")),
+    *interval_claims(N14, r"a follow-up is for, it\s+loses ", lambda key, *end: bench(
+        "multihop_held_out", "paired", TWO_HOP_14["judge"], "F1 diff" if not end else "F1 diff ci", *end),
+        "F1 diff", sep=r" \[", suffix=" F1"),
+    *interval_claims(N14, r"bridge pipeline shows no measurable difference \(", lambda key, *end: bench(
+        "multihop_held_out", "paired", TWO_HOP_14["bridge"], "F1 diff" if not end else "F1 diff ci", *end),
+        "F1 diff", sep=r" \["),
+    Claim(N14, r"on the (\d+) questions Corrective RAG was not tuned", derived(
+        "leaderboard.agent_pair(held_out=True)", lambda: leaderboard_14().agent_pair(held_out=True)[2])),
+    Claim(N14, r"\((\d+) web, \d+ direct;", derived("leaderboard.agent_held_out_kinds()", lambda: float(
+        leaderboard_14().agent_held_out_kinds().split(" web")[0]))),
+    Claim(N14, r"\(\d+ web, (\d+) direct;", derived("leaderboard.agent_held_out_kinds()", lambda: float(
+        leaderboard_14().agent_held_out_kinds().split(", ")[1].split()[0]))),
+    *interval_claims(N14, r"\d+ direct; ", pair_14("leaderboard.agent_pair(held_out=True)",
+                                                   lambda: leaderboard_14().agent_pair(held_out=True)), "d",
+                     sep=r" \["),
+    Claim(N14, r"its loss over all (\d+)", derived("leaderboard.agent_pair()",
+                                                 lambda: leaderboard_14().agent_pair()[2])),
+    *interval_claims(N14, r"its loss over all \d+\s+\(", pair_14("leaderboard.agent_pair()",
+                                                                 lambda: leaderboard_14().agent_pair()), "d",
+                     sep=r" \["),
 ]

@@ -8,6 +8,7 @@ page_* (the sections of docs/benchmarks.md). The names notebook 14 and the tests
 
 from __future__ import annotations
 
+from rag_lib.experiments.leaderboard.labels import ANSWER_LABELS, is_peer, label
 from rag_lib.experiments.leaderboard.numbers import (
     BENCH,
     RESAMPLES,
@@ -26,11 +27,11 @@ from rag_lib.experiments.leaderboard.numbers import (
 )
 from rag_lib.experiments.leaderboard.page import render
 from rag_lib.experiments.leaderboard.page_answers import (
-    ANSWER_LABELS,
     COMPARISONS,
     durability_section,
     multihop_verdict,
 )
+from rag_lib.experiments.leaderboard.page_speed import speed_summary
 from rag_lib.experiments.leaderboard.pareto import Point, answer_points, pareto_front, retrieval_points
 from rag_lib.experiments.leaderboard.rows import (
     COMPLETE,
@@ -43,10 +44,10 @@ from rag_lib.experiments.leaderboard.rows import (
     WEIGHTED,
     Row,
     answers_paired,
+    cost_notes,
     fusion_vs,
     leaderboard,
     negated,
-    speed_summary,
     summary_row,
     summary_table,
 )
@@ -54,7 +55,8 @@ from rag_lib.experiments.leaderboard.rows import (
 __all__ = [
     "ANSWER_LABELS", "BENCH", "COMPARISONS", "COMPLETE", "DENSE", "ENSEMBLE", "FUSED", "PARENT", "Point", "RERANK",
     "RESAMPLES", "RRF", "Row", "SEED", "WEIGHTED", "agent_held_out_kinds", "agent_pair", "answer_pair",
-    "answer_points", "answers_paired", "durability_section", "fusion_vs", "interval", "leaderboard", "ms",
-    "multihop_verdict", "negated", "paired", "paired_interval", "pareto_front", "render", "results",
-    "retrieval_points", "share", "signed", "speed_summary", "summary_row", "summary_table", "table",
+    "answer_points", "answers_paired", "cost_notes", "durability_section", "fusion_vs", "interval", "is_peer",
+    "label", "leaderboard", "ms", "multihop_verdict", "negated", "paired", "paired_interval", "pareto_front",
+    "render", "results", "retrieval_points", "share", "signed", "speed_summary", "summary_row", "summary_table",
+    "table",
 ]

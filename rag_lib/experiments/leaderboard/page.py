@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from rag_lib.experiments.leaderboard.labels import label
 from rag_lib.experiments.leaderboard.numbers import PAGE, ROOT, interval, ms, results, share
 from rag_lib.experiments.leaderboard.page_answers import (
     agent_section,
@@ -29,6 +30,7 @@ from rag_lib.experiments.leaderboard.rows import (
     COMPLETE,
     FUSED,
     PARENT,
+    cost_notes,
     fusion_vs,
     leaderboard,
     leaderboard_table,
@@ -66,6 +68,7 @@ def leaderboard_section() -> str:
         "the data it was measured on, and whether anything was tuned on that data (and if so, what happened on "
         "data it was not tuned on).",
         leaderboard_table(),
+        "Costs marked † were measured apart from the difference or under load:\n\n" + cost_notes(leaderboard()),
         held_out_text(),
     ])
 
@@ -88,9 +91,9 @@ def held_out_text() -> str:
 
 def pareto_section() -> str:
     """The pipelines on the quality-against-cost fronts."""
-    retrieval = ", ".join(f"{p.name} ({share(p.quality)} at {ms(p.cost)} ms)"
+    retrieval = ", ".join(f"{label(p.name)} ({share(p.quality)} at {ms(p.cost)} ms)"
                           for p in pareto_front(retrieval_points()))
-    answers = ", ".join(f"{p.name} (F1 {share(p.quality, 2)} at {p.cost:.1f} s)"
+    answers = ", ".join(f"{label(p.name)} (F1 {share(p.quality, 2)} at {p.cost:.1f} s)"
                         for p in pareto_front(answer_points()))
     return "\n\n".join([
         "## Quality against cost (Pareto fronts)",

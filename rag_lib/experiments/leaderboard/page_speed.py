@@ -158,3 +158,21 @@ def crossing_text() -> str:
         table(["vectors", "Lite FLAT CPU ms/q", "Lite HNSW CPU ms/q", "Lite FLAT single-query p50",
                "Lite HNSW single-query p50", "faiss: FLAT CPU / HNSW CPU", "numpy exact scan CPU ms/q"], rows),
     ])
+
+
+def speed_summary() -> str:
+    """The README's paragraph on answer speed: each pipeline's median against its target (answer_speed.json)."""
+    data = results("answer_speed")
+    setup, rows = data["setup"], {r["pipeline"]: r for r in data["pipelines"]}
+    names = {"rag_extractive": "plain RAG", "crag_extractive": "Corrective RAG", "judge_extractive": "the judge"}
+    parts = [f"{label} {rows[p]['s p50']:.1f} s [{rows[p]['s p50 ci'][0]:.1f}, {rows[p]['s p50 ci'][1]:.1f}] "
+             f"against {rows[p]['target s']:.0f} s ({rows[p]['target']})" for p, label in names.items() if p in rows]
+    plain, rates = rows["rag_extractive"], setup["llama.cpp rates over the rows"]
+    return (f"**Answer speed** ({setup['build']} build, {setup['questions']} CMRC questions side by side, "
+            f"`bench_results/answer_speed.json`; median seconds per answer [95% CI]): {'; '.join(parts)}. Reading the "
+            f"prompt is where the time goes: plain RAG reads {plain['prompt tokens read p50']:.0f} tokens "
+            f"({plain['s reading the prompt p50']:.1f} s of its {plain['s p50']:.1f} s) at "
+            f"{rates['prompt tokens read per s']:.0f} tokens/s on one thread, and the judge also writes "
+            f"{rows['judge_extractive']['generated tokens p50']:.0f} tokens (grades, follow-ups, answer) at "
+            f"{rates['generated tokens per s']:.1f} tokens/s. A shorter prompt (two passages) did not measurably help "
+            "(docs/benchmarks.md, Answer speed).")

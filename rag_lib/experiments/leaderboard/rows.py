@@ -4,6 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_lib.experiments.leaderboard.labels import (
+    BM25,
+    BM25_JIEBA,
+    CLIENT,
+    COMPLETE,
+    CUTOFF,
+    DENSE,
+    ENSEMBLE,
+    FUSED,
+    PARENT,
+    RERANK,
+    RRF,
+    WEIGHTED,
+    label,
+)
 from rag_lib.experiments.leaderboard.numbers import (
     TRIAL,
     agent_held_out_kinds,
@@ -42,17 +57,32 @@ class Row:
     digits: int = 3
     elsewhere: str = ""  # the same comparison on data no choice was made on (dev split, other questions)
     n: int = 0  # questions paired (0: not recorded)
+    also: str = ""  # a second metric on the same questions, written after the difference
+    note: str = ""  # how the cost was measured when it is not comparable with the other rows' (a note below)
 
     def quality(self) -> str:
-        """The difference as the table writes it."""
+        """The difference as the table writes it, then the second metric when the row has one."""
         if self.ci is None:
-            return f"{signed(self.diff, self.digits)} (point values only)"
-        return paired(self.diff, self.ci, self.n, self.digits) if self.n else interval(self.diff, self.ci, self.digits)
+            text = f"{signed(self.diff, self.digits)} (point values only)"
+        else:
+            text = paired(self.diff, self.ci, self.n, self.digits) if self.n else interval(self.diff, self.ci,
+                                                                                           self.digits)
+        return joined(text, self.also)
+
+    @property
+    def cost_cell(self) -> str:
+        """The cost, marked † when a note below the table says how it was measured."""
+        return f"{self.cost} †" if self.note else self.cost
 
     @property
     def tuning(self) -> str:
         """What was tuned on the data, then how the comparison came out elsewhere."""
         return joined(self.tuned, self.elsewhere)
+
+
+def cost_notes(rows: list[Row]) -> str:
+    """The notes the † of the cost column points to, one line per marked row."""
+    return "\n".join(f"- † {r.technique}: {r.note}" for r in rows if r.note)
 
 
 def retrieval_pipeline(name: str, file: str = "retrieval") -> dict:
@@ -76,30 +106,6 @@ def fusion_knob(name: str) -> tuple[float, tuple]:
     """A pipeline of bench_results/fusion.json minus the default (hybrid RRF k=60), R@1, paired."""
     row = pick(results("fusion")["pipelines"], pipeline=name)
     return row["R@1 - default"], tuple(row["95% CI"])
-
-
-BM25, BM25_JIEBA, DENSE = "Milvus BM25 (jieba + stop filter)", "Milvus BM25 (jieba alone)", "Milvus dense HNSW"
-
-
-RRF, WEIGHTED = "hybrid RRF(60)", "hybrid weighted 0.6 dense / 0.4 BM25, min-max"
-
-
-CUTOFF, RERANK = "hybrid weighted + similarity cutoff", "hybrid RRF + e5 rerank (two-stage)"
-
-
-CLIENT = "Milvus client-side BM25 (rank_bm25 weights, sparse IP)"
-
-
-PARENT = "parent-child: 120-char children -> context"
-
-
-FUSED = "per-context fusion: children + chunks + contexts + titles"
-
-
-COMPLETE = "per-context fusion, every candidate scored by every search"
-
-
-ENSEMBLE = "LangChain EnsembleRetriever (weighted RRF) of the same searches"
 
 
 NOT_TUNED = "nothing tuned"
@@ -142,27 +148,29 @@ def search_rows() -> list[Row]:
     rrf = negated(fusion_knob("weighted, dense share 1.0"))
     course, best = fusion_knob("weighted, dense share 0.6"), fusion_knob("weighted, dense share 0.5")
     use = pick(results("embeddings")["differences"], pipeline="e5 + USE + BM25, weighted equal")
+    use_ms = {p["pipeline"]: p["p50 ms"] for p in results("embeddings")["pipelines"]}
     return [
-        Row("retrieval", "BM25 with a stop-word filter (punctuation, particles)", "BM25, jieba alone", "R@1",
-            stop["R@1 - flushed once"], tuple(stop["95% CI"]),
-            f"{ms(stop['p50 ms'])} vs {ms(lite_row('lite', 'BM25, flushed once')['p50 ms'])} ms/q (one flushed "
-            "segment, lite.json: not comparable with retrieval.json's ms)", TRIAL,
-            "stop words fixed by hand", "lite.json, lite_dev.json",
-            elsewhere=dev_pair((stop_dev["R@1 - flushed once"], stop_dev["95% CI"]))),
-        Row("retrieval", "hybrid RRF (dense + BM25)", "dense e5 alone", "R@1", *rrf,
+        Row("retrieval", label(BM25), label(BM25_JIEBA), "R@1", stop["R@1 - flushed once"], tuple(stop["95% CI"]),
+            f"{p50(BM25)} vs {p50(BM25_JIEBA)}", TRIAL, "stop words fixed by hand",
+            "lite.json, lite_dev.json, retrieval.json",
+            elsewhere=dev_pair((stop_dev["R@1 - flushed once"], stop_dev["95% CI"])),
+            note="difference from lite.json (each index flushed once), ms from retrieval.json's run"),
+        Row("retrieval", label(RRF), label(DENSE), "R@1", *rrf,
             f"{p50(RRF)} vs {p50(DENSE)}", trial_of("fusion"), "k=60, untuned",
             "fusion.json, retrieval.json", elsewhere=dev_point(RRF, DENSE)),
-        Row("retrieval", "weighted min-max fusion, dense share .6", "hybrid RRF", "R@1", *course,
+        Row("retrieval", label(WEIGHTED), label(RRF), "R@1", *course,
             f"{p50(WEIGHTED)} vs {p50(RRF)}", trial_of("fusion"),
             f"share chosen on these questions (the best here, .5: {interval(*best)})",
             "fusion.json, retrieval_dev.json",
             elsewhere=dev_point(WEIGHTED, RRF)),
-        Row("retrieval", "client-side BM25 (rank_bm25 weights in a sparse field)", "Milvus BM25 function", "R@1",
+        Row("retrieval", label(CLIENT), label(BM25), "R@1",
             point("retrieval", CLIENT, BM25), None, f"{p50(CLIENT)} vs {p50(BM25)}", TRIAL, NOT_TUNED,
             "retrieval.json, retrieval_dev.json", elsewhere=dev_point(CLIENT, BM25)),
         Row("retrieval", "a second embedding model (USE) in the hybrid", "e5 + BM25, weighted .6/.4", "R@1",
-            use["R@1 diff"], tuple(use["R@1 diff 95% CI"]), f"USE embeds {embedding_speedup():.0f}x faster than e5",
-            trial_of("embeddings"), NOT_TUNED, "embeddings.json"),
+            use["R@1 diff"], tuple(use["R@1 diff 95% CI"]),
+            f"{ms(use_ms[use['pipeline']])} vs {ms(use_ms[use['against']])} ms/q", trial_of("embeddings"), NOT_TUNED,
+            "embeddings.json", note=f"embeddings.json's own run; at indexing USE embeds {embedding_speedup():.0f}x "
+            "faster than e5"),
     ]
 
 
@@ -174,27 +182,27 @@ def structure_rows() -> list[Row]:
         Row("retrieval", "chunking: LangChain RecursiveCharacterTextSplitter defaults",
             "recursive_split with Chinese separators", "R@1", chunking["R@1 diff"],
             tuple(chunking["R@1 diff 95% CI"]),
-            f"{ms(chunking['p50 ms langchain'])} vs {ms(chunking['p50 ms rag_lib'])} ms/q, side by side on a loaded "
-            "machine (components.json): compare within this row only",
-            trial_of("components"), NOT_TUNED, "components.json"),
-        Row("retrieval", "reranking: e5 re-scorer (two-stage)", "hybrid RRF", "R@1", point("retrieval", RERANK, RRF),
+            f"{ms(chunking['p50 ms langchain'])} vs {ms(chunking['p50 ms rag_lib'])} ms/q",
+            trial_of("components"), NOT_TUNED, "components.json",
+            note="measured side by side on a loaded machine (components.json): compare within this row only"),
+        Row("retrieval", label(RERANK), label(RRF), "R@1", point("retrieval", RERANK, RRF),
             None, f"{p50(RERANK)} vs {p50(RRF)}", TRIAL, NOT_TUNED, "retrieval.json"),
-        Row("retrieval", "similarity cutoff 0.86", "hybrid weighted .6/.4", "R@1", point("retrieval", CUTOFF, WEIGHTED),
+        Row("retrieval", label(CUTOFF), label(WEIGHTED), "R@1", point("retrieval", CUTOFF, WEIGHTED),
             None, f"{p50(CUTOFF)} vs {p50(WEIGHTED)}", TRIAL,
             "cutoff calibrated on the course's sample questions (notebook 00)", "retrieval.json"),
-        Row("retrieval", "parent-child (120-char children, whole context)", "hybrid weighted .6/.4", "R@1",
+        Row("retrieval", label(PARENT), label(WEIGHTED), "R@1",
             point("retrieval", PARENT, WEIGHTED), None, f"{p50(PARENT)} vs {p50(WEIGHTED)}", TRIAL,
             "child size chosen on trial", "retrieval.json, retrieval_dev.json",
             elsewhere=dev_point(PARENT, WEIGHTED)),
-        Row("retrieval", "per-context fusion (five searches)", "parent-child", "R@1", *fusion_vs(PARENT),
+        Row("retrieval", label(FUSED), label(PARENT), "R@1", *fusion_vs(PARENT),
             f"{p50(FUSED)} vs {p50(PARENT)}", TRIAL, "weights chosen on half of the trial paragraphs",
             "retrieval.json, retrieval_dev.json", elsewhere=dev_pair(fusion_vs(PARENT, file="retrieval_dev"))),
-        Row("retrieval", "per-context fusion, every candidate scored", "per-context fusion", "R@1",
+        Row("retrieval", label(COMPLETE), label(FUSED), "R@1",
             *negated(fusion_vs(COMPLETE)), f"{p50(COMPLETE)} vs {p50(FUSED)}", TRIAL,
             "score scaling chosen on trial", "retrieval.json, retrieval_dev.json",
             elsewhere=f"trial half not used for the weights: {interval(*complete_half_b)}; "
             + dev_pair(negated(fusion_vs(COMPLETE, file="retrieval_dev")))),
-        Row("retrieval", "LangChain EnsembleRetriever of the same searches", "per-context fusion", "R@1",
+        Row("retrieval", label(ENSEMBLE), label(FUSED), "R@1",
             *negated(fusion_vs(ENSEMBLE)), f"{p50(ENSEMBLE)} vs {p50(FUSED)}", TRIAL, NOT_TUNED,
             "retrieval.json, retrieval_dev.json",
             elsewhere=dev_pair(negated(fusion_vs(ENSEMBLE, file="retrieval_dev")))),
@@ -292,15 +300,22 @@ def multihop_cost(pipeline: str) -> str:
     return f"{calls(mine['LLM calls'], 1)}, {mine['s p50']:.1f} vs {rag['s p50']:.1f} s/answer (the same questions)"
 
 
-def paired_answer_row(technique: str, comparison: str, baseline: str, tuned: str, elsewhere: str = "") -> Row:
-    """An answer pipeline against plain RAG on the local setting (answers.json's paired table), then the split
-    setting (half of the paragraphs only in the offline web corpus)."""
+def evidence(pair: dict) -> str:
+    """`evidence -.09 [-.13, -.05]`: the paired difference in how often the answer's passage was found."""
+    text = interval(pair["evidence diff"], pair["evidence diff ci"], 2)
+    return f"evidence {text}" if text != "no question changed" else "evidence the same on every question"
+
+
+def paired_answer_row(technique: str, comparison: str, baseline: str, tuned: str, elsewhere: str = "",
+                      split_setting: str = "split setting") -> Row:
+    """An answer pipeline against plain RAG on the local setting (answers.json's paired table), F1 then evidence,
+    then the split setting (half of the paragraphs only in the offline web corpus)."""
     local, split = answers_paired(comparison), answers_paired(comparison, "split")
     pipeline = comparison.split(" - ")[0]
-    split_text = f"split setting: {interval(split['F1 diff'], split['F1 diff ci'], 2)}"
+    split_text = f"{split_setting}: {interval(split['F1 diff'], split['F1 diff ci'], 2)}"
     return Row("answer", technique, baseline, "F1", local["F1 diff"], tuple(local["F1 diff ci"]),
                answer_cost(pipeline), f"{local['n']} CMRC trial questions, every context indexed", tuned,
-               "answers.json", 2, joined(elsewhere, split_text))
+               "answers.json", 2, joined(elsewhere, split_text), also=evidence(local))
 
 
 def answer_rows() -> list[Row]:
@@ -325,7 +340,8 @@ def answer_rows() -> list[Row]:
             "(the same questions)",
             f"{extractive['n']} CMRC trial questions", NOT_TUNED, "answers.json", 2),
         paired_answer_row("Corrective RAG (grade, rewrite, web search)", "crag_extractive - rag_extractive",
-                          "plain RAG", "grader prompt written on data/ passages"),
+                          "plain RAG", "grader prompt written on data/ passages",
+                          split_setting="split setting (plain RAG has no web route)"),
         paired_answer_row("RAG with a judge (follow-up searches)", "judge_extractive - rag_extractive", "plain RAG",
                           NOT_TUNED, f"{hop['n']} held-out two-hop questions: "
                           f"{interval(hop['F1 diff'], hop['F1 diff ci'], 2)}"),
@@ -333,19 +349,19 @@ def answer_rows() -> list[Row]:
             bridge["F1 diff"], tuple(bridge["F1 diff ci"]), multihop_cost("bridge"),
             f"{bridge['n']} held-out two-hop questions (data/docs + data/web)",
             "search depth, read rule and options chosen on the tune half", "multihop_held_out.json", 2,
-            f"evidence found: {interval(bridge['evidence diff'], bridge['evidence diff ci'], 2)}", bridge["n"]),
+            n=bridge["n"], also=evidence(bridge)),
         Row("answer", "gold context (the bound: perfect retrieval)", "plain RAG", "F1", gold["F1 diff"],
             tuple(gold["F1 diff ci"]), answer_cost("gold"), f"{gold['n']} CMRC trial questions", NOT_TUNED,
             "answers.json", 2),
         Row("answer", "tool-calling agent (create_agent, constrained steps)", "Corrective RAG", "answer holds gold",
             agent, agent_bounds, f"{agent_s['agent']['mean_llm_calls']:.2f} vs {agent_s['crag']['mean_llm_calls']:.2f} "
-            f"LLM calls; {agent_s['agent']['median_s']:.1f} vs {agent_s['crag']['median_s']:.1f} s/answer at load "
-            f"{results('agent')['local']['load_at_start'][0]:.1f} (agent.json)",
+            f"LLM calls; {agent_s['agent']['median_s']:.1f} vs {agent_s['crag']['median_s']:.1f} s/answer",
             f"{agent_n} course questions (docs, web, none)",
             "Corrective RAG's cutoff was calibrated on the documents questions (notebook 10)", "agent.json", 2,
             f"the {unseen_n} questions Corrective RAG was not tuned on ({agent_held_out_kinds()}): "
             f"{interval(unseen, unseen_bounds, 2)}; "
-            f"through the server (all {agent_n}): {interval(server, server_bounds, 2)}"),
+            f"through the server (all {agent_n}): {interval(server, server_bounds, 2)}",
+            note=f"at 1-minute load {results('agent')['local']['load_at_start'][0]:.1f} (agent.json)"),
     ]
 
 
@@ -361,7 +377,7 @@ LEADERBOARD_HEADER = ["technique", "replaces", "metric", "difference [95% CI]", 
 def leaderboard_table(rows: list[Row] | None = None) -> str:
     """The leaderboard as a markdown table."""
     rows = leaderboard() if rows is None else rows
-    return table(LEADERBOARD_HEADER, [[r.technique, r.baseline, r.metric, r.quality(), r.cost, r.data, r.tuning,
+    return table(LEADERBOARD_HEADER, [[r.technique, r.baseline, r.metric, r.quality(), r.cost_cell, r.data, r.tuning,
                                        f"`{r.source}`"] for r in rows])
 
 
@@ -376,23 +392,6 @@ SUMMARY = ("hybrid RRF (dense + BM25)", "parent-child (120-char children, whole 
 def summary_table() -> str:
     """The README's short table: a few leaderboard rows, quality and cost only."""
     rows = [r for r in leaderboard() if r.technique in SUMMARY]
-    return table(["technique", "replaces", "difference [95% CI]", "cost"],
-                 [[r.technique, r.baseline, f"{r.metric} {r.quality()}", r.cost] for r in rows])
+    return "\n\n".join(part for part in [table(["technique", "replaces", "difference [95% CI]", "cost"], [
+        [r.technique, r.baseline, f"{r.metric} {r.quality()}", r.cost_cell] for r in rows]), cost_notes(rows)] if part)
 
-
-def speed_summary() -> str:
-    """The README's paragraph on answer speed: each pipeline's median against its target (answer_speed.json)."""
-    data = results("answer_speed")
-    setup, rows = data["setup"], {r["pipeline"]: r for r in data["pipelines"]}
-    names = {"rag_extractive": "plain RAG", "crag_extractive": "Corrective RAG", "judge_extractive": "the judge"}
-    parts = [f"{label} {rows[p]['s p50']:.1f} s [{rows[p]['s p50 ci'][0]:.1f}, {rows[p]['s p50 ci'][1]:.1f}] "
-             f"against {rows[p]['target s']:.0f} s ({rows[p]['target']})" for p, label in names.items() if p in rows]
-    plain, rates = rows["rag_extractive"], setup["llama.cpp rates over the rows"]
-    return (f"**Answer speed** ({setup['build']} build, {setup['questions']} CMRC questions side by side, "
-            f"`bench_results/answer_speed.json`; median seconds per answer [95% CI]): {'; '.join(parts)}. Reading the "
-            f"prompt is where the time goes: plain RAG reads {plain['prompt tokens read p50']:.0f} tokens "
-            f"({plain['s reading the prompt p50']:.1f} s of its {plain['s p50']:.1f} s) at "
-            f"{rates['prompt tokens read per s']:.0f} tokens/s on one thread, and the judge also writes "
-            f"{rows['judge_extractive']['generated tokens p50']:.0f} tokens (grades, follow-ups, answer) at "
-            f"{rates['generated tokens per s']:.1f} tokens/s. A shorter prompt (two passages) did not measurably help "
-            "(docs/benchmarks.md, Answer speed).")
