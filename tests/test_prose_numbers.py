@@ -1040,8 +1040,12 @@ CLAIMS: list[Claim] = [
           output(N08, 39, r"follow-up \(condense \+ answer\) ([\d.]+)")),
     Claim(N08, r"s against ([\d.]+) s for a first turn", output(N08, 39, r"first turn ([\d.]+)")),
     Claim(N08, r"cutoff on: (\d+) of 12 hold", output(N08, 39, r"gold answer \(condensed query, cutoff on\): (\d+)/")),
-    Claim(N08, r"Of the (\d) wrong answers", output(N08, 43, r"wrong answers: (\d+)")),
-    Claim(N08, r"wrong answers,\s+(\d) is a refusal", output(N08, 43, r"lost the gold file: (\d+)")),
+    Claim(N08, r"Of the (\d) answers that\s+were not right", derived(
+        f"{N08} cell 43 output, answers wrong or refused",
+        lambda: len(re.findall(r"(?m)^kept \w+\s+answer (?:wrong|refused)", output_text(N08, 43))))),
+    Claim(N08, r"were not right, (\d) is a refusal after the search lost the gold file", derived(
+        f"{N08} cell 43 output, refusals whose gold file was not kept",
+        lambda: len(re.findall(r"(?m)^kept False\s+answer refused", output_text(N08, 43))))),
     Claim(N08, r"kept the gold file for\s+(\d+) of 12 follow-ups against", output(N08, 41, r"(?m)^condensed\s+(\d+)/")),
     Claim(N08, r"follow-ups against (\d+) as written", output(N08, 41, r"(?m)^as written\s+(\d+)/")),
     Claim(N08, r"a measured gain \((\+[\d.]+) \[", output(N08, 41, r"condensed minus as written: (\+[\d.]+)")),
@@ -1051,7 +1055,7 @@ CLAIMS: list[Claim] = [
           output(N08, 43, r"only once condensed, by: \{.the model's rewrite.: (\d+)")),
     Claim(N08, r"the fallback join rescued (\d+)[,.]",
           output(N08, 43, r"only once condensed, by: \{[^}]*'the join': (\d+)")),
-    Claim(N08, r"(\d) of the \d wrong answers had the\s+gold file", derived(
+    Claim(N08, r"(\d) of the \d answers\s+that were not right had the gold file", derived(
         f"{N08} cell 43 output, wrong answers whose gold file was kept",
         lambda: len(re.findall(r"(?m)^kept True\s+answer (?:wrong|refused)", output_text(N08, 43))))),
     # ---- 09 CRAG beside plain RAG (extractive), paired differences
