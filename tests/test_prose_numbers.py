@@ -853,6 +853,7 @@ CLAIMS: list[Claim] = [
     Claim(N06, r"\([\d.]+-([\d.]+) per\s+second in", bench("quickstart", "questions", 1, "tokens_per_s")),
     # ---- 07 subgraphs and Send
     Claim(N07, r"about (\d+) s of cells", cell_seconds(N07), rel=0.5),
+    Claim(N07, r"passed the ([\d.]+) cutoff", output(N07, 2, r"cutoff: ([\d.]+)")),
     # ---- 11 evaluation: header, setup and references
     Claim(N12, r"about (\d+) s of cells on a 2-core", cell_seconds(N12), rel=0.5),
         Claim(N12, r"all ([\d,]+)", bench("retrieval", "setup", "questions")),
