@@ -358,11 +358,11 @@ HUNDRED_K = "index_100k"
 # Single-query wall clock of the HNSW setting the crossing table picks at 100,000 vectors (cheapest CPU, ef = 128).
 LITE_HNSW_SINGLE_100K = bench("crossing", "rows", {"engine": "Milvus Lite", "vectors": 100_000, "index": "HNSW",
                                                   "ef": 128}, "p50_single_ms")
-SIMS_00 = 24  # notebook 00: the sample questions' similarities and the cutoff
-HELD_OUT_00 = 26  # notebook 00: the held-out error table, one row per cutoff
-LANG_00 = 27  # notebook 00: false answers by the question's language
-TOKENS_00 = 31  # notebook 00: prompt tokens of the quickstart questions
-PER_LANG_00 = 38  # notebook 00: exercise 1, a cutoff per language against the shared one
+SIMS_00 = 25  # notebook 00: the sample questions' similarities and the cutoff
+HELD_OUT_00 = 27  # notebook 00: the held-out error table, one row per cutoff
+LANG_00 = 28  # notebook 00: false answers by the question's language
+TOKENS_00 = 32  # notebook 00: prompt tokens of the quickstart questions
+PER_LANG_00 = 39  # notebook 00: exercise 1, a cutoff per language against the shared one
 OFF_TOPIC_00 = output(N00, SIMS_00, r"off-topic:\s+(\d+)")
 QUESTIONS_00 = derived(f"{N00} cell {SIMS_00} output, answerable + off-topic",
                        lambda: output(N00, SIMS_00, r"answerable: (\d+)").get() + OFF_TOPIC_00.get())
