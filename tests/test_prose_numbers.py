@@ -461,13 +461,13 @@ def rows_of(name: str, cell: int, pattern: str) -> list[tuple[str, ...]]:
 
 # Notebook 04, section 2: cell 23 counts the hand-made queries' ranks per strategy and kind of query.
 SUMMARY_04 = r"(\d+) first, (\d+) in top 3 \(of (\d+)\)"
-RAW_TOP_04 = output(N04, 15, r"weighted 0\.9/0\.1, raw\s+\S+ #\d+ \(([\d.]+)\)")
+RAW_TOP_04 = output(N04, 16, r"weighted 0\.9/0\.1, raw\s+\S+ #\d+ \(([\d.]+)\)")
 
 
 def ranked_04(rank: int, bm25: bool = False) -> Value:
     """One score of notebook 04's cell 9 printout: the hit at `rank`, BM25's (two or more integer digits) or dense's."""
     number = r"\d{2,}\.\d+" if bm25 else r"0\.\d+"
-    return output(N04, 9, rf"(?m)^{rank}\s+\S+ #\d+ \(({number})\)\s*$")
+    return output(N04, 10, rf"(?m)^{rank}\s+\S+ #\d+ \(({number})\)\s*$")
 
 
 def summary_04(strategy: str, kind: str, what: str) -> Value:
@@ -476,12 +476,12 @@ def summary_04(strategy: str, kind: str, what: str) -> Value:
     pattern = rf"(?m)^{re.escape(strategy)}\s+{SUMMARY_04}\s+{SUMMARY_04}\s*$"
 
     def get() -> float:
-        match = re.search(pattern, output_text(N04, 23))
+        match = re.search(pattern, output_text(N04, 24))
         if not match:
-            raise LookupError(f"no row {strategy!r} in {N04} cell 23 output: the output changed, update the claim")
+            raise LookupError(f"no row {strategy!r} in {N04} cell 24 output: the output changed, update the claim")
         return float(match.group(column))
 
-    return derived(f"{N04} cell 23 output, {strategy} {kind} {what}", get)
+    return derived(f"{N04} cell 24 output, {strategy} {kind} {what}", get)
 
 
 def fusion_diff_04(pipeline: str) -> Callable[..., Value]:
@@ -1332,7 +1332,7 @@ CLAIMS: list[Claim] = [
           ranked_04(1)),
     Claim(N04, r"of each other \([\d.]+ to ([\d.]+)\)", ranked_04(5)),
     Claim(N04, r"cosines lie within ([\d.]+) of each other",
-          derived(f"{N04} cell 9 output, dense scores 1st minus 5th",
+          derived(f"{N04} cell 10 output, dense scores 1st minus 5th",
                   lambda: ranked_04(1).get()
                   - ranked_04(5).get())),
     Claim(N04, r"BM25 scores run from ([\d.]+) to", ranked_04(1, bm25=True)),
@@ -1344,14 +1344,18 @@ CLAIMS: list[Claim] = [
     Claim(N04, r"dense ranks the right file first on (\d) of the \d; BM25", summary_04("dense", "paraphrase", "first")),
     Claim(N04, r"dense ranks the right file first on \d of the (\d); BM25", summary_04("dense", "paraphrase", "of")),
     Claim(N04, r"of the \d; BM25 on (\d), because", summary_04("sparse", "paraphrase", "first")),
-    Claim(N04, r"but first on only (\d) of the \d: the wrong", summary_04("RRF", "keyword", "first")),
-    Claim(N04, r"but first on only \d of the (\d): the wrong", summary_04("RRF", "keyword", "of")),
+    Claim(N04, r"but first on only (\d) of the \d \(BM25 alone", summary_04("RRF", "keyword", "first")),
+    Claim(N04, r"but first on only \d of the (\d) \(BM25 alone", summary_04("RRF", "keyword", "of")),
+    Claim(N04, r"\(BM25 alone: (\d)\):", summary_04("sparse", "keyword", "first")),
+    Claim(N04, r"gets 1/62 \+ 1/62 = ([\d.]+), against", output(N04, 40, r"by hand ([\d.]+)")),
+    Claim(N04, r"against 1/63 \+ 1/63 = ([\d.]+) for",
+          output(N04, 40, r"by hand [\d.]+ \| Milvus [\d.]+\s+True \| by hand ([\d.]+)")),
     Claim(N04, r"ranks it first on (\d) keywords and \d paraphrases", summary_04("min-max", "keyword", "first")),
     Claim(N04, r"ranks it first on \d keywords and (\d) paraphrases", summary_04("min-max", "paraphrase", "first")),
-    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 23 output, min-max top-3 counts, both kinds",
+    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 24 output, min-max top-3 counts, both kinds",
                                                       lambda: sum(summary_04("min-max", k, "top 3").get()
                                                                   for k in ("keyword", "paraphrase")))),
-    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 23 output, queries of both kinds",
+    Claim(N04, r"top 3 on all (\d+) queries", derived(f"{N04} cell 24 output, queries of both kinds",
                                                       lambda: sum(summary_04("min-max", k, "of").get()
                                                                   for k in ("keyword", "paraphrase")))),
     Claim(N04, r"BM25 ranks the right file first on (\d) of \d\s+keywords", summary_04("sparse", "keyword", "first")),
@@ -1389,14 +1393,17 @@ CLAIMS: list[Claim] = [
     *interval_claims(N04, r"0\.6 gives ", fusion_diff_04("weighted, dense share 0.6"), "R@1 - default"),
     Claim(N04, r"and 0\.4 \+([\d.]+): no", fusion_row("weighted, dense share 0.4", "R@1 - default")),
     # the exercises' answers, written as comments in their solution cells
-    Claim(solutions(N04), r"2nd in both lists: 2 / 62 = ([\d.]+)", output(N04, 39, r"by hand ([\d.]+)")),
-    Claim(solutions(N04), r"on all (\d+) questions \(MRR", output(N04, 41, r"(\d+) questions \|")),
-    Claim(solutions(N04), r"\(MRR ([\d.]+)\)", output(N04, 41, r"'min-max': ([\d.]+)")),
-    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 41, r"'sparse': ([\d.]+)")),
-    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 41, r"'RRF': ([\d.]+)")),
-    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 41, r"'raw': ([\d.]+)")),
-    Claim(solutions(N04), r"dense \(([\d.]+) = ", output(N04, 41, r"'dense': ([\d.]+)")),
-    Claim(solutions(N04), r"= [\d.]+ / (\d+)\)", output(N04, 41, r"(\d+) questions \|")),
+    Claim(solutions(N04), r"2nd in both lists: 2 / 62 = ([\d.]+)", output(N04, 40, r"by hand ([\d.]+)")),
+    Claim(solutions(N04), r"on all (\d+) questions \(MRR", output(N04, 42, r"(\d+) questions \|")),
+    Claim(solutions(N04), r"\(MRR ([\d.]+)\)", output(N04, 42, r"'min-max': ([\d.]+)")),
+    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 42, r"'sparse': ([\d.]+)")),
+    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 42, r"'RRF': ([\d.]+)")),
+    Claim(solutions(N04), r"RRF and raw \(([\d.]+) = ", output(N04, 42, r"'raw': ([\d.]+)")),
+    Claim(solutions(N04), r"dense \(([\d.]+) = ", output(N04, 42, r"'dense': ([\d.]+)")),
+    Claim(solutions(N04), r"= [\d.]+ / (\d+)\)", output(N04, 42, r"(\d+) questions \|")),
+    Claim(solutions(N04), r"second on two questions \((\d+) and", output(N04, 42, r"'dense': \{(\d+): 2, \d+: 2\}")),
+    Claim(solutions(N04), r"second on two questions \(\d+ and (\d+)\)",
+          output(N04, 42, r"'dense': \{\d+: 2, (\d+): 2\}")),
     # ---- 05 query transformation
     Claim(N05, r"about ([\d.]+) minutes? on a 2-core", minutes(N05), rel=0.5),
     Claim(N05, r"measurement on (\d+) questions is read", set_size_05(CROSS_05)),
