@@ -787,10 +787,22 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"falls ([\d.]+) to [\d.]+\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", min)),
     Claim(N03, r"falls [\d.]+ to ([\d.]+)\s+times in\s+CPU", batch_ratios("cpu_ms_per_query", max)),
     Claim(N03, r"took (\d+) CPU seconds inside", setting(HUNDRED_K, DEFAULT_HNSW, "build_cpu_s", ef=640)),
-    Claim(N03, r"its size \(([\d.]+) MB\) is that of the\s+M=16 build",
+    Claim(N03, r"its\s+size \(([\d.]+) MB\) is that of the\s+M=16 build",
           setting("index", DEFAULT_HNSW, "index_mb", ef=640)),
-    Claim(N03, r"its size \(([\d.]+) MB\) is that of the\s+M=16 build",
+    Claim(N03, r"its\s+size \(([\d.]+) MB\) is that of the\s+M=16 build",
           setting("index", "HNSW", "index_mb", **M16, ef=640)),
+    Claim(N03, r"twice as long \(([\d.]+) against", setting("index", DEFAULT_HNSW, "build_cpu_s", ef=640)),
+    Claim(N03, r"twice as long \([\d.]+ against ([\d.]+) CPU s", setting("index", "HNSW", "build_cpu_s", **M16, ef=640)),
+    Claim(N03, r"twice as long \(([\d.]+) against", derived(
+        "bench_results/index.json, twice the M=16 efC=64 build's CPU seconds",
+        lambda: 2 * setting("index", "HNSW", "build_cpu_s", **M16, ef=640).get()), rel=0.1),
+    Claim(N03, r"the same recall to\s+within ([\d.]+) \(printed", derived(
+        "bench_results/index.json, largest IVF_FLAT - IVF_SQ8 recall@10 gap at the same nlist and nprobe",
+        lambda: max(abs(f["recall@10"] - q["recall@10"])
+                    for name in ("cmrc", "synthetic") for f in bench_rows("index", name, "settings")
+                    for q in bench_rows("index", name, "settings")
+                    if (f["index"], q["index"]) == ("IVF_FLAT", "IVF_SQ8")
+                    and (f["nlist"], f["nprobe"]) == (q["nlist"], q["nprobe"]))), tol=0.0005),
     # section 5, where HNSW overtakes FLAT (bench_results/crossing.json)
     Claim(N03, r"\(about (\d+) minutes, load printed", derived("bench_results/crossing.json total_s / 60",
                                                             lambda: bench("crossing", "total_s").get() / 60), rel=0.5),
@@ -830,8 +842,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"The load average was ([\d.]+) at\s+the start", bench("index", "loadavg_start", 0)),
     Claim(N03, r"at\s+the start and ([\d.]+) at the end \(printed below\)", bench("index", "loadavg_end", 0)),
     # notebook 03, exercise 3's answer: one-run CPU ms per query at 200,000 vectors
-    Claim(solutions(N03), r"M=16/efC=64 gets there at ef = (\d+)", output(N03, 44, r"HNSW M=16 efC=64\s+(\d+)")),
-    Claim(solutions(N03), r"M=8/efC=32 needs ef = (\d+)", output(N03, 44, r"HNSW\s+M=8 efC=32\s+(\d+)")),
+    Claim(solutions(N03), r"M=16/efC=64 gets there at ef = (\d+)", output(N03, 47, r"HNSW M=16 efC=64\s+(\d+)")),
+    Claim(solutions(N03), r"M=8/efC=32 needs ef = (\d+)", output(N03, 47, r"HNSW\s+M=8 efC=32\s+(\d+)")),
     Claim(solutions(N03), r"cost more \(([\d.]+) and [\d.]+ ms against", lite_hnsw_cpu_200k(32)),
     Claim(solutions(N03), r"cost more \([\d.]+ and ([\d.]+) ms against", lite_hnsw_cpu_200k(64)),
     Claim(solutions(N03), r"ms against ([\d.]+)\)", lite_hnsw_cpu_200k(128)),
