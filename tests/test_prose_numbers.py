@@ -560,19 +560,19 @@ def against_union_05(pipeline: str) -> Callable[..., Value]:
     return value
 
 
-def paired_union_05(pipeline: str) -> Callable[..., Value]:
+def paired_union_05(pipeline: str, metric: str = "recall@3") -> Callable[..., Value]:
     """`against_union_05` computed from bench_results/advanced.json's per-question rows instead of cell 35's output:
-    `pipeline` minus the union in recall@3 on the translated sample and hard questions, paired, as the cell does."""
+    `pipeline` minus the union in `metric` on the translated sample and hard questions, paired, as the cell does."""
     def value(_key: str, *end: int) -> Value:
         def get() -> float:
             from rag_lib.experiments.evaluation import paired_difference
 
             cross = [row for row in results("advanced")["questions"] if row["set"] != WRITTEN_05]
-            diff = paired_difference([row["pipelines"][pipeline]["recall@3"] for row in cross],
-                                     [row["pipelines"][UNION_05]["recall@3"] for row in cross])
+            diff = paired_difference([row["pipelines"][pipeline][metric] for row in cross],
+                                     [row["pipelines"][UNION_05][metric] for row in cross])
             return diff[0 if not end else end[0] + 1]
 
-        return derived(f"bench_results/advanced.json, {pipeline} minus the union, recall@3, paired", get)
+        return derived(f"bench_results/advanced.json, {pipeline} minus the union, {metric}, paired", get)
 
     return value
 
@@ -1441,11 +1441,18 @@ CLAIMS: list[Claim] = [
                      lambda *m: advanced_05(TRANSLATION_05, CROSS_05, *m),
                      "recall@3 diff", sep=r",\s+95% CI \["),
     Claim(N05, r"short LLM call \(([\d.]+) s per", advanced_05(TRANSLATION_05, CROSS_05, "seconds")),
-    Claim(N05, r"as written from\s+recall@3 ([\d.]+) to", advanced_05(BASE_05, WRITTEN_05, "recall@3")),
-    Claim(N05, r"as written from\s+recall@3 [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, WRITTEN_05, "recall@3")),
-    *diff_claims_05(r"as written from\s+recall@3 [\d.]+ to [\d.]+ \(", TRANSLATION_05, WRITTEN_05),
+    Claim(N05, r"as\s+written from\s+recall@3 ([\d.]+) to", advanced_05(BASE_05, WRITTEN_05, "recall@3")),
+    Claim(N05, r"as\s+written from\s+recall@3 [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, WRITTEN_05, "recall@3")),
+    *diff_claims_05(r"as\s+written from\s+recall@3 [\d.]+ to [\d.]+ \(", TRANSLATION_05, WRITTEN_05),
     Claim(N05, r"The union keeps them all and reaches ([\d.]+) on", advanced_05(UNION_05, CROSS_05, "recall@3")),
     Claim(N05, r"reaches [\d.]+ on the (\d+)\.", set_size_05(CROSS_05)),
+    # the union's price on the 37 and what it buys back on the sample as written (section 7 and the takeaways)
+    Claim(N05, r"\(MRR@10 ([\d.]+) against [\d.]+[;,] ", advanced_05(UNION_05, CROSS_05, "MRR@10")),
+    Claim(N05, r"\(MRR@10 [\d.]+ against ([\d.]+)[;,] ", advanced_05(TRANSLATION_05, CROSS_05, "MRR@10")),
+    *interval_claims(N05, r"RR@10, translation minus union, ", paired_union_05(TRANSLATION_05, "RR@10"), "diff"),
+    *interval_claims(N05, r"against [\d.]+, difference ", paired_union_05(TRANSLATION_05, "RR@10"), "diff"),
+    Claim(N05, r"MRR@10: translation ([\d.]+), union", advanced_05(TRANSLATION_05, WRITTEN_05, "MRR@10")),
+    Claim(N05, r"MRR@10: translation [\d.]+, union ([\d.]+)\)", advanced_05(UNION_05, WRITTEN_05, "MRR@10")),
     *interval_claims(N05, r"multi-query changes recall@3 by\s+", against_union_05(MULTI_QUERY_05), "diff"),
     Claim(N05, r"no measurable difference on (\d+) questions, at", set_size_05(CROSS_05)),
     *interval_claims(N05, r"instead of the union changes\s+recall@3 by ", paired_union_05(RRF_05), "diff"),
