@@ -516,12 +516,16 @@ def source_constant(path: str, pattern: str) -> Value:
     return Value(path, lambda: first_number((ROOT / path).read_text(encoding="utf-8"), pattern, path))
 
 
-# Notebook 05, section 7: bench_results/advanced.json (python -m benchmarks advanced), per pipeline and question
+# Notebook 05, section 6: bench_results/advanced.json (python -m benchmarks advanced), per pipeline and question
 # set.
 CROSS_05, TRANSLATED_05, HARD_SET_05, WRITTEN_05 = "translated + hard", "translated sample", "hard", "sample as written"
 BASE_05, TRANSLATION_05, UNION_05 = "baseline: hybrid RRF", "translation", "question + translation (union)"
 RRF_05, MULTI_QUERY_05 = "question + translation (RRF)", "multi-query (question, translation, 2 wordings)"
 HYDE_Q_05, HYDE_O_05 = "HyDE (passage in the question's language)", "HyDE (passage in the other language)"
+AGAINST_UNION_05 = 32  # notebook 05: each pipeline minus the union, paired (section 6)
+HYDE_CELL_05 = 26  # notebook 05: HyDE on one hard question (section 5)
+PATHS_05 = 37  # notebook 05: exercise 1, the hard questions' ranks per search path
+CROSS_ROW_05 = r"^(\d+)\s.*\s(en -> zh|zh -> en)\s+(\S+)\s+(\S+)\s+(\S+)\s*$"  # row, languages, hybrid, dense, BM25
 
 
 def advanced_05(pipeline: str, set_name: str, *metric: Any, scale: float = 1.0) -> Value:
@@ -548,20 +552,20 @@ MULTI_QUERY_COST_05 = derived(
 
 
 def against_union_05(pipeline: str) -> Callable[..., Value]:
-    """Notebook 05 cell 35's table: `pipeline`'s recall@3 difference to "question + translation (union)",
+    """Notebook 05 cell AGAINST_UNION_05's table: `pipeline`'s recall@3 difference to "question + translation (union)",
     as `interval_claims` asks for it (a key, then 0 or 1 for the interval's ends)."""
     number = r"[+-][\d.]+"
 
     def value(_key: str, *end: int) -> Value:
         parts = [number, number, number]
         parts[0 if not end else end[0] + 1] = f"({number})"
-        return output(N05, 35, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
+        return output(N05, AGAINST_UNION_05, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
 
     return value
 
 
 def paired_union_05(pipeline: str, metric: str = "recall@3") -> Callable[..., Value]:
-    """`against_union_05` computed from bench_results/advanced.json's per-question rows instead of cell 35's output:
+    """`against_union_05` computed from bench_results/advanced.json's per-question rows instead of the cell's output:
     `pipeline` minus the union in `metric` on the translated sample and hard questions, paired, as the cell does."""
     def value(_key: str, *end: int) -> Value:
         def get() -> float:
@@ -1413,13 +1417,17 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 22, r"union \(best score per chunk\)\s+(\d+)")),
     Claim(N05, r"ranks it only\s+(\d)th, because", output(N05, 22, r"RRF over the queries\s+(\d+)")),
     Claim(N05, r"for the same (\d+) places", K_05),
-    Claim(N05, r"all (\d)\s+searches ran", code(N05, 27, r"max_steps=(\d+)")),
-    Claim(N05, r"all (\d)\s+searches ran", output(N05, 27, r"(\d+) of max_steps=\d+ searches run")),
-    Claim(N05, r"in at hit (\d), where one search", output(N05, 27, r"first at hit (\d+) \(multi-step\)")),
-    Claim(N05, r"one search has it at hit (\d)", output(N05, 27, r"and (\d+) \(one search\)")),
-    Claim(N05, r"finds its file\s+at rank (\d) as asked", output(N05, 15, r"(?m)^1\s.*?\?\s+(\d+)\s")),
-    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 29, r"Chinese: rank (\d+)")),
-    # ---- 05, section 7: the benchmark on the cross-lingual questions (bench_results/advanced.json)
+    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, HYDE_CELL_05, r"Chinese: rank (\d+)")),
+    # ---- 05, exercise 1: the cross-lingual hard questions per search path
+    Claim(solutions(N05), r"Of the (\d+) cross-lingual questions", derived(
+        f"{N05} cell {PATHS_05} output, cross-lingual rows", lambda: len(rows_of(N05, PATHS_05, CROSS_ROW_05)))),
+    Claim(solutions(N05), r"BM25 one \(row (\d+), rank", derived(
+        f"{N05} cell {PATHS_05} output, the cross-lingual row BM25 ranks", lambda: float(
+            next(r[0] for r in rows_of(N05, PATHS_05, CROSS_ROW_05) if r[4] != "-")))),
+    Claim(solutions(N05), r"BM25 one \(row \d+, rank (\d+)\)", derived(
+        f"{N05} cell {PATHS_05} output, BM25's rank on the one cross-lingual row it finds", lambda: float(
+            next(r[4] for r in rows_of(N05, PATHS_05, CROSS_ROW_05) if r[4] != "-")))),
+    # ---- 05, section 6: the benchmark on the cross-lingual questions (bench_results/advanced.json)
     Claim(N05, r"the (\d+) answerable sample questions translated", set_size_05(TRANSLATED_05)),
     Claim(N05, r"plus the (\d+) hard ones", set_size_05(HARD_SET_05)),
     Claim(N05, r"hard ones, (\d+) questions in all", set_size_05(CROSS_05)),
