@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_lib.experiments.questions import SPLITS, load_questions
+from rag_lib.experiments.questions import SPLITS, load_questions, scored_rows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 QUESTIONS = DATA / "multihop_questions.json"
@@ -96,6 +96,18 @@ def test_load_questions_gives_each_half_with_its_gold():
     assert sorted(q["id"] for half in halves.values() for q in half) == sorted(r["id"] for r in RECORDS)
     with pytest.raises(ValueError, match="split"):
         load_questions(split="test")
+
+
+def test_scored_rows_keep_one_rescored_row_per_question_as_worded_now(tmp_path: Path):
+    question = load_questions(split="held_out")[0]
+    row = {"id": question["id"], "question": question["question"], "pipeline": "p", "golds": question["golds"],
+           "answer": question["answer"] + " [1]", "error": "", "em": 0.0, "f1": 0.0}
+    reworded = row | {"question": "an older wording", "pipeline": "q"}
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps(r) + "\n" for r in (row, row | {"answer": "wrong"}, reworded)), encoding="utf-8")
+    rows = scored_rows("held_out", runs)
+    assert list(rows) == ["p"] and list(rows["p"]) == [question["id"]]
+    assert rows["p"][question["id"]]["em"] == 1.0  # scored again, citation left out; the first row counts
 
 
 def test_ids_are_unique():

@@ -401,8 +401,9 @@ def first_step_paired_10(i: int) -> Value:
         return paired_difference([first["agent"][q] for q in questions], [first["crag"][q] for q in questions])[i]
 
     return derived("bench_results/agent.json local rows, first step right, agent minus crag, paired bootstrap", get)
-MEASURED_11 = 33  # notebook 11: the judged chunks against their hand-read scores
+MEASURED_11 = 34  # notebook 11: the judged chunks against their hand-read scores
 HELD_OUT_ROWS_11 = 42  # notebook 11: the held-out rows per question (right, follow-ups, F1 differences)
+MH93_PLAIN_11 = r"(?m)^mh-93:[^\n]*\n[^\n]*\n\s+plain F1 ([\d.]+)"  # plain RAG's F1 on mh-93, in that cell's output
 
 
 def f1_pairs_11() -> list[tuple[float, float]]:
@@ -516,12 +517,16 @@ def source_constant(path: str, pattern: str) -> Value:
     return Value(path, lambda: first_number((ROOT / path).read_text(encoding="utf-8"), pattern, path))
 
 
-# Notebook 05, section 7: bench_results/advanced.json (python -m benchmarks advanced), per pipeline and question
+# Notebook 05, section 6: bench_results/advanced.json (python -m benchmarks advanced), per pipeline and question
 # set.
 CROSS_05, TRANSLATED_05, HARD_SET_05, WRITTEN_05 = "translated + hard", "translated sample", "hard", "sample as written"
 BASE_05, TRANSLATION_05, UNION_05 = "baseline: hybrid RRF", "translation", "question + translation (union)"
 RRF_05, MULTI_QUERY_05 = "question + translation (RRF)", "multi-query (question, translation, 2 wordings)"
 HYDE_Q_05, HYDE_O_05 = "HyDE (passage in the question's language)", "HyDE (passage in the other language)"
+AGAINST_UNION_05 = 32  # notebook 05: each pipeline minus the union, paired (section 6)
+HYDE_CELL_05 = 26  # notebook 05: HyDE on one hard question (section 5)
+PATHS_05 = 37  # notebook 05: exercise 1, the hard questions' ranks per search path
+CROSS_ROW_05 = r"^(\d+)\s.*\s(en -> zh|zh -> en)\s+(\S+)\s+(\S+)\s+(\S+)\s*$"  # row, languages, hybrid, dense, BM25
 
 
 def advanced_05(pipeline: str, set_name: str, *metric: Any, scale: float = 1.0) -> Value:
@@ -548,31 +553,31 @@ MULTI_QUERY_COST_05 = derived(
 
 
 def against_union_05(pipeline: str) -> Callable[..., Value]:
-    """Notebook 05 cell 35's table: `pipeline`'s recall@3 difference to "question + translation (union)",
+    """Notebook 05 cell AGAINST_UNION_05's table: `pipeline`'s recall@3 difference to "question + translation (union)",
     as `interval_claims` asks for it (a key, then 0 or 1 for the interval's ends)."""
     number = r"[+-][\d.]+"
 
     def value(_key: str, *end: int) -> Value:
         parts = [number, number, number]
         parts[0 if not end else end[0] + 1] = f"({number})"
-        return output(N05, 35, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
+        return output(N05, AGAINST_UNION_05, re.escape(pipeline) + r"\s+{} \[{}, {}\]".format(*parts))
 
     return value
 
 
-def paired_union_05(pipeline: str) -> Callable[..., Value]:
-    """`against_union_05` computed from bench_results/advanced.json's per-question rows instead of cell 35's output:
-    `pipeline` minus the union in recall@3 on the translated sample and hard questions, paired, as the cell does."""
+def paired_union_05(pipeline: str, metric: str = "recall@3") -> Callable[..., Value]:
+    """`against_union_05` computed from bench_results/advanced.json's per-question rows instead of the cell's output:
+    `pipeline` minus the union in `metric` on the translated sample and hard questions, paired, as the cell does."""
     def value(_key: str, *end: int) -> Value:
         def get() -> float:
             from rag_lib.experiments.evaluation import paired_difference
 
             cross = [row for row in results("advanced")["questions"] if row["set"] != WRITTEN_05]
-            diff = paired_difference([row["pipelines"][pipeline]["recall@3"] for row in cross],
-                                     [row["pipelines"][UNION_05]["recall@3"] for row in cross])
+            diff = paired_difference([row["pipelines"][pipeline][metric] for row in cross],
+                                     [row["pipelines"][UNION_05][metric] for row in cross])
             return diff[0 if not end else end[0] + 1]
 
-        return derived(f"bench_results/advanced.json, {pipeline} minus the union, recall@3, paired", get)
+        return derived(f"bench_results/advanced.json, {pipeline} minus the union, {metric}, paired", get)
 
     return value
 
@@ -927,13 +932,13 @@ CLAIMS: list[Claim] = [
       for pattern in (r"scores ([\d.]+) against\s+the question", r"RRF formula \(([\d.]+)\)")],
     *[Claim(N11, pattern, bench("multihop_held_out", "setup", "questions"))
       for pattern in (r"on\s+the\s+same\s+(\d+)\s+questions,\s+the\s+judge",
-                      r"Measured\s+on\s+(\d+)\s+held-out\s+two-hop",
+                      r"On\s+(\d+)\s+held-out\s+two-hop",
                       r"misses\s+the\s+first\s+hop's\s+passage\s+on\s+\d+\s+of\s+the\s+(\d+)")],
     Claim(N11, r"the\s+model\s+answers\s+(\d+)\s+of\s+the\s+112\s+from\s+one\s+passage", derived(
         "bench_results/multihop_gold.json: ids answered from one passage",
         lambda: float(len(results("multihop_gold")["answered from one passage"])))),
     *[Claim(N11, prefix + pattern, multihop_pair(pipeline, metric + (" ci" if index else ""), *index))
-      for prefix, pipeline, metric in ((r"the\s+judge\s+\*\*loses\*\*\s+F1,\s+", "judge_extractive", "F1 diff"),
+      for prefix, pipeline, metric in ((r"its\s+F1\s+is\s+no\s+better\s+\(", "judge_extractive", "F1 diff"),
                                        (r"no\s+more\s+often\s+\(", "judge_extractive", "evidence diff"),
                                        (r"F1\s+difference\s+holds\s+zero\s+\(", "bridge", "F1 diff"),
                                        (r"evidence\s+interval\s+touches\s+zero\s+\(", "bridge", "evidence diff"),
@@ -977,9 +982,14 @@ CLAIMS: list[Claim] = [
                                r"judge: a follow-up on \d+ of (\d+) questions"),
                               (r"of\s+\d+,\s+right\s+after\s+one\s+on\s+(\d+)\.", r"right after one on (\d+)"),
                               (r"answers\s+yes\s+\(([\d.]+),\s+mh-106\)", r"(?m)^mh-106:[^\n]*\n\s+judge F1 ([\d.]+)"),
-                              (r"plain\s+RAG's\s+F1\s+\(([\d.]+),", r"(?m)^mh-73:[^\n]*\n[^\n]*\n\s+plain F1 ([\d.]+)"),
-                              (r"plain\s+RAG's\s+F1\s+\([\d.]+,\s+([\d.]+)\)",
-                               r"(?m)^mh-93:[^\n]*\n[^\n]*\n\s+plain F1 ([\d.]+)"))],
+                              (r"plain\s+RAG's\s+F1\s+\(([\d.]+)\)\s+is\s+a\s+partial",
+                               r"(?m)^mh-73:[^\n]*\n[^\n]*\n\s+plain F1 ([\d.]+)"),
+                              (r"'0\.5 分'\s+gets\s+([\d.]+)\s+only", MH93_PLAIN_11),
+                              (r"of\s+which\s+([\d.]+)/\d+\s+is\s+mh-93's", MH93_PLAIN_11),
+                              (r"judge\s+is\s+right\s+on\s+(\d+)\s+question", r"judge_extractive: right on (\d+) of"),
+                              (r"against\s+plain\s+RAG's\s+(\d+)\s+and\s+its\s+F1",
+                               r"rag_extractive: right on (\d+) of"))],
+    Claim(N11, r"of\s+which\s+[\d.]+/(\d+)\s+is\s+mh-93's", bench("multihop_held_out", "setup", "questions")),
     Claim(N11, r"judge's\s+F1\s+of\s+([\d.]+)\s+comes\s+from", multihop_row("judge_extractive", "F1")),
     Claim(N11, r"It\s+loses\s+F1\s+on\s+(\d+)\s+questions", derived(
         f"{N11} cell {HELD_OUT_ROWS_11} output, questions where the judge's F1 is below plain RAG's",
@@ -1432,13 +1442,17 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"\(rank \d -> (\d)\)", output(N05, 22, r"union \(best score per chunk\)\s+(\d+)")),
     Claim(N05, r"ranks it only\s+(\d)th, because", output(N05, 22, r"RRF over the queries\s+(\d+)")),
     Claim(N05, r"for the same (\d+) places", K_05),
-    Claim(N05, r"all (\d)\s+searches ran", code(N05, 27, r"max_steps=(\d+)")),
-    Claim(N05, r"all (\d)\s+searches ran", output(N05, 27, r"(\d+) of max_steps=\d+ searches run")),
-    Claim(N05, r"in at hit (\d), where one search", output(N05, 27, r"first at hit (\d+) \(multi-step\)")),
-    Claim(N05, r"one search has it at hit (\d)", output(N05, 27, r"and (\d+) \(one search\)")),
-    Claim(N05, r"finds its file\s+at rank (\d) as asked", output(N05, 15, r"(?m)^1\s.*?\?\s+(\d+)\s")),
-    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, 29, r"Chinese: rank (\d+)")),
-    # ---- 05, section 7: the benchmark on the cross-lingual questions (bench_results/advanced.json)
+    Claim(N05, r"reranking\s+document: rank (\d)", output(N05, HYDE_CELL_05, r"Chinese: rank (\d+)")),
+    # ---- 05, exercise 1: the cross-lingual hard questions per search path
+    Claim(solutions(N05), r"Of the (\d+) cross-lingual questions", derived(
+        f"{N05} cell {PATHS_05} output, cross-lingual rows", lambda: len(rows_of(N05, PATHS_05, CROSS_ROW_05)))),
+    Claim(solutions(N05), r"BM25 one \(row (\d+), rank", derived(
+        f"{N05} cell {PATHS_05} output, the cross-lingual row BM25 ranks", lambda: float(
+            next(r[0] for r in rows_of(N05, PATHS_05, CROSS_ROW_05) if r[4] != "-")))),
+    Claim(solutions(N05), r"BM25 one \(row \d+, rank (\d+)\)", derived(
+        f"{N05} cell {PATHS_05} output, BM25's rank on the one cross-lingual row it finds", lambda: float(
+            next(r[4] for r in rows_of(N05, PATHS_05, CROSS_ROW_05) if r[4] != "-")))),
+    # ---- 05, section 6: the benchmark on the cross-lingual questions (bench_results/advanced.json)
     Claim(N05, r"the (\d+) answerable sample questions translated", set_size_05(TRANSLATED_05)),
     Claim(N05, r"plus the (\d+) hard ones", set_size_05(HARD_SET_05)),
     Claim(N05, r"hard ones, (\d+) questions in all", set_size_05(CROSS_05)),
@@ -1460,11 +1474,18 @@ CLAIMS: list[Claim] = [
                      lambda *m: advanced_05(TRANSLATION_05, CROSS_05, *m),
                      "recall@3 diff", sep=r",\s+95% CI \["),
     Claim(N05, r"short LLM call \(([\d.]+) s per", advanced_05(TRANSLATION_05, CROSS_05, "seconds")),
-    Claim(N05, r"as written from\s+recall@3 ([\d.]+) to", advanced_05(BASE_05, WRITTEN_05, "recall@3")),
-    Claim(N05, r"as written from\s+recall@3 [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, WRITTEN_05, "recall@3")),
-    *diff_claims_05(r"as written from\s+recall@3 [\d.]+ to [\d.]+ \(", TRANSLATION_05, WRITTEN_05),
+    Claim(N05, r"as\s+written from\s+recall@3 ([\d.]+) to", advanced_05(BASE_05, WRITTEN_05, "recall@3")),
+    Claim(N05, r"as\s+written from\s+recall@3 [\d.]+ to ([\d.]+)", advanced_05(TRANSLATION_05, WRITTEN_05, "recall@3")),
+    *diff_claims_05(r"as\s+written from\s+recall@3 [\d.]+ to [\d.]+ \(", TRANSLATION_05, WRITTEN_05),
     Claim(N05, r"The union keeps them all and reaches ([\d.]+) on", advanced_05(UNION_05, CROSS_05, "recall@3")),
     Claim(N05, r"reaches [\d.]+ on the (\d+)\.", set_size_05(CROSS_05)),
+    # the union's price on the 37 and what it buys back on the sample as written (section 7 and the takeaways)
+    Claim(N05, r"\(MRR@10 ([\d.]+) against [\d.]+[;,] ", advanced_05(UNION_05, CROSS_05, "MRR@10")),
+    Claim(N05, r"\(MRR@10 [\d.]+ against ([\d.]+)[;,] ", advanced_05(TRANSLATION_05, CROSS_05, "MRR@10")),
+    *interval_claims(N05, r"RR@10, translation minus union, ", paired_union_05(TRANSLATION_05, "RR@10"), "diff"),
+    *interval_claims(N05, r"against [\d.]+, difference ", paired_union_05(TRANSLATION_05, "RR@10"), "diff"),
+    Claim(N05, r"MRR@10: translation ([\d.]+), union", advanced_05(TRANSLATION_05, WRITTEN_05, "MRR@10")),
+    Claim(N05, r"MRR@10: translation [\d.]+, union ([\d.]+)\)", advanced_05(UNION_05, WRITTEN_05, "MRR@10")),
     *interval_claims(N05, r"multi-query changes recall@3 by\s+", against_union_05(MULTI_QUERY_05), "diff"),
     Claim(N05, r"no measurable difference on (\d+) questions, at", set_size_05(CROSS_05)),
     *interval_claims(N05, r"instead of the union changes\s+recall@3 by ", paired_union_05(RRF_05), "diff"),
