@@ -797,7 +797,8 @@ CLAIMS: list[Claim] = [
     Claim(N03, r"its\s+size \(([\d.]+) MB\) is that of the\s+M=16 build",
           setting("index", "HNSW", "index_mb", **M16, ef=640)),
     Claim(N03, r"twice as long \(([\d.]+) against", setting("index", DEFAULT_HNSW, "build_cpu_s", ef=640)),
-    Claim(N03, r"twice as long \([\d.]+ against ([\d.]+) CPU s", setting("index", "HNSW", "build_cpu_s", **M16, ef=640)),
+    Claim(N03, r"twice as long \([\d.]+ against ([\d.]+) CPU s",
+          setting("index", "HNSW", "build_cpu_s", **M16, ef=640)),
     Claim(N03, r"twice as long \(([\d.]+) against", derived(
         "bench_results/index.json, twice the M=16 efC=64 build's CPU seconds",
         lambda: 2 * setting("index", "HNSW", "build_cpu_s", **M16, ef=640).get()), rel=0.1),
