@@ -201,3 +201,12 @@ def test_the_verdicts_notebook_14_writes_follow_their_intervals() -> None:
     assert crag["evidence diff ci"][1] < 0 and crag["F1 diff ci"][0] <= 0 <= crag["F1 diff ci"][1]
     web = lb.answers_paired("crag_extractive - rag_extractive", "split")  # the split gain needs the web route
     assert "no web route" in rows["Corrective RAG (grade, rewrite, web search)"].elsewhere and web["F1 diff ci"][0] > 0
+
+
+def test_the_split_setting_pairs_crag_with_a_plain_rag_that_has_a_web_fallback() -> None:
+    rows = {r.technique: r for r in lb.leaderboard()}
+    fallback = rows["web fallback: search the web when no passage passes the cutoff"]
+    graded = rows["Corrective RAG where half the contexts are only on the web"]
+    assert fallback.baseline == "plain RAG (no web route)" and fallback.ci[0] > 0  # the web route alone pays
+    assert graded.baseline == "plain RAG + web fallback" and graded.ci[0] > 0  # and the grader adds to it
+    assert "web fallback" in rows["Corrective RAG (grade, rewrite, web search)"].elsewhere

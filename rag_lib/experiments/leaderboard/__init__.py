@@ -16,6 +16,7 @@ from rag_lib.experiments.leaderboard.numbers import (
     agent_held_out_kinds,
     agent_pair,
     answer_pair,
+    answers_paired,
     interval,
     ms,
     paired,
@@ -23,6 +24,7 @@ from rag_lib.experiments.leaderboard.numbers import (
     results,
     share,
     signed,
+    summary_row,
     table,
 )
 from rag_lib.experiments.leaderboard.page import render
@@ -43,12 +45,10 @@ from rag_lib.experiments.leaderboard.rows import (
     RRF,
     WEIGHTED,
     Row,
-    answers_paired,
     cost_notes,
     fusion_vs,
     leaderboard,
     negated,
-    summary_row,
     summary_table,
 )
 

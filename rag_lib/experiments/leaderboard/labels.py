@@ -28,7 +28,8 @@ LABELS = {
     ENSEMBLE: "LangChain EnsembleRetriever of the same searches",
 }
 
-ANSWER_LABELS = {"llm_only": "LLM only", "rag_extractive": "plain RAG", "crag_extractive": "Corrective RAG",
+ANSWER_LABELS = {"llm_only": "LLM only", "rag_extractive": "plain RAG",
+                 "rag_web_extractive": "plain RAG + web fallback", "crag_extractive": "Corrective RAG",
                  "judge_extractive": "RAG with judge", "gold": "gold context (the bound)"}
 
 

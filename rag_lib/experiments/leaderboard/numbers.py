@@ -249,3 +249,33 @@ def times(ratio: float) -> str:
 def two(value: float) -> str:
     """A share with two decimals, as the answer tables write it."""
     return share(value, 2)
+
+
+def summary_row(pipeline: str, setting: str = "local") -> dict:
+    """One pipeline's summary in bench_results/answers.json (all questions of a setting)."""
+    return pick(results("answers")["cmrc"]["summary"], setting=setting, pipeline=pipeline, **{"context in": "all"})
+
+
+def answers_paired(comparison: str, setting: str = "local") -> dict:
+    """One paired comparison in bench_results/answers.json (all questions of a setting)."""
+    return pick(results("answers")["cmrc"]["paired"], setting=setting, comparison=comparison,
+                **{"context in": "all"})
+
+
+def answer_cost(pipeline: str, setting: str = "local") -> str:
+    """`1.6 LLM calls, 8.4 s/answer` (mean calls, median seconds) from the answer benchmark, the run the differences
+    come from."""
+    row = summary_row(pipeline, setting)
+    return f"{calls(row['LLM calls'], 1)}, {row['s p50']:.1f} s/answer"
+
+
+def multihop_pair(pipeline: str) -> dict:
+    """`pipeline` minus plain RAG on all held-out two-hop questions (multihop_held_out.json's paired table)."""
+    return pick(results("multihop_held_out")["paired"], comparison=f"{pipeline} - rag_extractive", questions="all")
+
+
+def multihop_cost(pipeline: str) -> str:
+    """Mean LLM calls and median seconds of `pipeline` against plain RAG's, on the held-out two-hop run."""
+    rows = results("multihop_held_out")["summary"]
+    mine, rag = (pick(rows, questions="all", pipeline=name) for name in (pipeline, "rag_extractive"))
+    return f"{calls(mine['LLM calls'], 1)}, {mine['s p50']:.1f} vs {rag['s p50']:.1f} s/answer (the same questions)"
