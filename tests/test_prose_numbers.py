@@ -433,6 +433,16 @@ def moved_right_01(right: bool) -> Value:
 N02, N04, N05 = "02_hybrid_indexing", "04_retriever_design", "05_advanced_retrieval"
 
 
+def same_language_rank_05(reduce: Callable[[list[float]], float]) -> Value:
+    """`reduce` of the baseline ranks of notebook 05's hard questions asked in their document's language (cell 9)."""
+
+    def get() -> float:
+        ranks = re.findall(r"(?:en -> en|zh -> zh)\s+\S+\s+(\d+)\s", output_text(N05, 9))
+        return float(reduce([float(r) for r in ranks]))
+
+    return Value(f"{N05} cell 9 output, {reduce.__name__} rank of the same-language hard questions", get)
+
+
 def fusion_value(pipeline: str, field: str, index: int | None = None) -> float:
     """One field of one row of bench_results/fusion.json."""
     value = walk(results("fusion"), ("pipelines", {"pipeline": pipeline}, field))
@@ -1447,6 +1457,14 @@ CLAIMS: list[Claim] = [
     Claim(N05, r"All (\d+) sample questions find", SAMPLE_05),
     Claim(N05, r"Of the (\d+) hard ones", HARD_COUNT_05),
     Claim(N05, r"hard ones, (\d+) miss", MISSED_05),
+    Claim(N05, r"cross-lingual\s+question ranks its file (\d+)th",
+          output(N05, 9, r"reranking_cross_encoders_zh\.md\s+(\d+)")),
+    Claim(N05, r"The (\d+) same-language ones rank", derived(
+        f"{N05} cell 9 output, hard questions asked in their document's language",
+        lambda: float(len(re.findall(r"(en -> en|zh -> zh)", output_text(N05, 9)))))),
+    Claim(N05, r"same-language ones rank it (\d+)nd", same_language_rank_05(max)),
+    Claim(N05, r"same-language ones rank it (\d+)nd", same_language_rank_05(min)),
+    Claim(N05, r"\(section 2\) ranked it (\d+)st", output(N05, 15, r"第二阶段重新排序候选人。\s+(\d+)")),
     Claim(N05, r"output, (\d+) tokens at most",
           source_constant("rag_lib/experiments/advanced.py", r"Terms, max_tokens=(\d+)")),
     Claim(N05, r"\(rank (\d) and rank \d; asked", output(N05, 15, r"(?m)^0\s.*\s(\d+)\s*$")),
