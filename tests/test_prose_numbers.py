@@ -1055,6 +1055,15 @@ CLAIMS: list[Claim] = [
     Claim(N12, r"gold-context bound of ([.\d]+)", answers_row("local", "gold", "F1")),
     Claim(N12, r"As copied, plain RAG's EM is ([.\d]+)", answers_row("local", "rag_extractive", "EM")),
     Claim(N12, r"widened to the clause it is ([.\d]+)", answers_row("local", "rag_extractive", "EM clause")),
+    # ---- 12 split setting: plain RAG with a web fallback, and CRAG against it
+    *[Claim(N12, prefix + pattern, answers_pair("split", pair, metric + key, *i))
+      for prefix, pair, metric in ((r"plain RAG gains ", WEB_PAIR, "F1 diff"),
+                                   (r"CRAG still beats it by ", GRADED_PAIR, "F1 diff"),
+                                   (r"CRAG still beats it by \+[.\d]+ \[[.\d]+, [.\d]+\] \(evidence ", GRADED_PAIR,
+                                    "evidence diff"),
+                                   (r"beats plain RAG with a web fallback, F1\s+", GRADED_PAIR, "F1 diff"))
+      for pattern, key, i in ((r"(\+[.\d]+) \[", "", ()), (r"\+[.\d]+ \[([.\d]+),", " ci", (0,)),
+                              (r"\+[.\d]+ \[[.\d]+, ([.\d]+)\]", " ci", (1,)))],
     Claim(N12, r"beats plain RAG by F1\s+\+([.\d]+)", answers_pair("split", CRAG_PAIR, "F1 diff")),
     Claim(N12, r"beats plain RAG by F1\s+\+[.\d]+ \[([.\d]+),", answers_pair("split", CRAG_PAIR, "F1 diff ci", 0)),
     Claim(N12, r"beats plain RAG by F1\s+\+[.\d]+ \[[.\d]+, ([.\d]+)\]",
@@ -1836,6 +1845,10 @@ CLAIMS += [
     # bullet 4: Corrective RAG, and the evidence figure of section 2
     *interval_claims(N14, r"CRAG gains ", lambda key, *end: answers_pair(
         "split", CRAG_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \[", suffix=" F1"),
+    *interval_claims(N14, r"plain RAG with a web fallback gains ", lambda key, *end: answers_pair(
+        "split", WEB_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \["),
+    *interval_claims(N14, r"CRAG beats the fallback by ", lambda key, *end: answers_pair(
+        "split", GRADED_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \["),
     *interval_claims(N14, r"grader loses evidence\s+\(", lambda key, *end: answers_pair(
         "local", CRAG_PAIR, "evidence diff" if not end else "evidence diff ci", *end), "e", sep=r" \["),
     *interval_claims(N14, r"held the\s+answer \(evidence ", lambda key, *end: answers_pair(
