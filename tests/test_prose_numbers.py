@@ -25,6 +25,8 @@ from typing import Any, Callable
 
 import pytest
 
+from rag_lib.embeddings import E5_MIN_SIMILARITY
+from rag_lib.graphs.crag import E5_CONFIDENT_SIMILARITY
 from rag_lib.text import has_cjk
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,6 +104,9 @@ def bench(name: str, *path: Any, scale: float = 1.0) -> Value:
 def derived(where: str, fn: Callable[[], float]) -> Value:
     """A value computed from the sources (a ratio, a sum, a minimum...)."""
     return Value(where, fn)
+
+
+CONFIDENT = derived("rag_lib.graphs.crag.E5_CONFIDENT_SIMILARITY", lambda: E5_CONFIDENT_SIMILARITY)
 
 
 def output_text(name: str, cell: int) -> str:
@@ -1208,6 +1213,11 @@ CLAIMS: list[Claim] = [
     Claim(N09, r"lost evidence\s+\((-[.\d]+) \[", answers_pair("local", CRAG_PAIR, "evidence diff")),
     Claim(N09, r"lost evidence\s+\(-[.\d]+ \[(-[.\d]+),", answers_pair("local", CRAG_PAIR, "evidence diff ci", 0)),
     Claim(N09, r"only on the web \(F1 ([.\d]+) there\)", answers_row("split", "rag_extractive", "F1", home="web")),
+    # ---- 09, 12: the bars for trusting a local passage (the cutoff, and CRAG's confident similarity)
+    Claim(N09, r"passed the ([.\d]+) cutoff, so the fallback", derived("E5_MIN_SIMILARITY", lambda: E5_MIN_SIMILARITY)),
+    Claim(N12, r"above the ([.\d]+) cutoff, CRAG", derived("E5_MIN_SIMILARITY", lambda: E5_MIN_SIMILARITY)),
+    Claim(N09, r"web only for a passage at ([.\d]+) or above", CONFIDENT),
+    Claim(N12, r"CRAG only one at ([.\d]+) or", CONFIDENT),
     # ---- 09 split setting: the web fallback beside plain RAG and CRAG (answers.json, cell 42's breakdown)
     *[Claim(N09, prefix + pattern, answers_pair("split", pair, metric + key, *i))
       for prefix, pair, metric in ((r"With the web fallback it gains F1 ", WEB_PAIR, "F1 diff"),
@@ -1845,11 +1855,12 @@ CLAIMS += [
     # bullet 4: Corrective RAG, and the evidence figure of section 2
     *interval_claims(N14, r"CRAG gains ", lambda key, *end: answers_pair(
         "split", CRAG_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \[", suffix=" F1"),
+    Claim(N14, r"trusts local passages only at ([.\d]+) and above", CONFIDENT),
     *interval_claims(N14, r"plain RAG with a web fallback gains ", lambda key, *end: answers_pair(
         "split", WEB_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \["),
-    *interval_claims(N14, r"CRAG beats the fallback by ", lambda key, *end: answers_pair(
+    *interval_claims(N14, r"CRAG beats the\s+fallback by ", lambda key, *end: answers_pair(
         "split", GRADED_PAIR, "F1 diff" if not end else "F1 diff ci", *end), "F1 diff", sep=r" \["),
-    *interval_claims(N14, r"grader loses evidence\s+\(", lambda key, *end: answers_pair(
+    *interval_claims(N14, r"refinement lose evidence\s+\(", lambda key, *end: answers_pair(
         "local", CRAG_PAIR, "evidence diff" if not end else "evidence diff ci", *end), "e", sep=r" \["),
     *interval_claims(N14, r"held the\s+answer \(evidence ", lambda key, *end: answers_pair(
         "local", CRAG_PAIR, "evidence diff" if not end else "evidence diff ci", *end), "e", sep=r" \["),
