@@ -109,6 +109,16 @@ def derived(where: str, fn: Callable[[], float]) -> Value:
 CONFIDENT = derived("rag_lib.graphs.crag.E5_CONFIDENT_SIMILARITY", lambda: E5_CONFIDENT_SIMILARITY)
 
 
+def agent_first_steps(kind: str, first: str = "") -> Value:
+    """How many of the in-process agent's questions of `kind` began with `first` (a tool, or "answer"; "": all)."""
+    def count() -> float:
+        rows = [r for r in results("agent")["local"]["compare"]["rows"]
+                if r["pipeline"] == "agent" and r["kind"] == kind]
+        return float(sum(not first or (r["tools"] or ["answer"])[0] == first for r in rows))
+
+    return derived(f"bench_results/agent.json, agent's first step on {kind} questions", count)
+
+
 def output_text(name: str, cell: int) -> str:
     """The committed outputs of one cell: streams and plain-text results, joined."""
     parts = []
@@ -1238,6 +1248,11 @@ CLAIMS: list[Claim] = [
     Claim(N08, r"A budget of 60 tokens let (\d) of", output(N08, 20, r"history_tokens= 60: (\d+) of")),
     Claim(N08, r"of Alice's (\d) earlier", output(N08, 20, r"history_tokens= 60: \d+ of (\d+)")),
     # ---- 10 agentic RAG
+    # ---- 10: where the in-process agent's first step went on the documents questions (agent.json rows)
+    Claim(N10, r"right on only (\d+) of the \d+ documents questions", agent_first_steps("docs", "search_docs")),
+    Claim(N10, r"right on only \d+ of the (\d+) documents questions", agent_first_steps("docs")),
+    Claim(N10, r"sent (\d+) to the web and answered", agent_first_steps("docs", "web_search")),
+    Claim(N10, r"and answered (\d+) without a search", agent_first_steps("docs", "answer")),
     # ---- 10: the paired table: each row's first interval is in-process (local), the second through the server
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"the \d+ CRAG was not tuned on\s+" + pattern))
       for prefix in (r"agent in-process is ", r"measurable difference\s+from the\s+agent in-process \(")
