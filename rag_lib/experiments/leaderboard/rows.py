@@ -297,18 +297,15 @@ def web_route_rows() -> list[Row]:
     """The split setting (half of the contexts only on the web): plain RAG given a web fallback, and CRAG against it."""
     fallback, graded = (answers_paired(c, "split") for c in ("rag_web_extractive - rag_extractive",
                                                              "crag_extractive - rag_web_extractive"))
-    def versus(pipeline: str, other: str) -> str:  # both pipelines' cost, the same questions
-        mine, theirs = summary_row(pipeline, "split"), summary_row(other, "split")
-        return (f"{mine['LLM calls']:.1f} vs {theirs['LLM calls']:.1f} LLM calls, {mine['s p50']:.1f} vs "
-                f"{theirs['s p50']:.1f} s/answer")
-
     return [
         Row("answer", "web fallback: search the web when no passage passes the cutoff", "plain RAG (no web route)",
-            "F1", fallback["F1 diff"], tuple(fallback["F1 diff ci"]), versus("rag_web_extractive", "rag_extractive"),
+            "F1", fallback["F1 diff"], tuple(fallback["F1 diff ci"]),
+            answer_cost("rag_web_extractive", "split", "rag_extractive"),
             f"{fallback['n']} CMRC trial questions, half of the contexts only on the web (split setting)", NOT_TUNED,
             "answers.json", 2, also=evidence(fallback)),
         Row("answer", "Corrective RAG where half the contexts are only on the web", "plain RAG + web fallback", "F1",
-            graded["F1 diff"], tuple(graded["F1 diff ci"]), versus("crag_extractive", "rag_web_extractive"),
+            graded["F1 diff"], tuple(graded["F1 diff ci"]),
+            answer_cost("crag_extractive", "split", "rag_web_extractive"),
             f"{graded['n']} CMRC trial questions, split setting", "grader prompt written on data/ passages",
             "answers.json", 2, also=evidence(graded)),
     ]
