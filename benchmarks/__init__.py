@@ -16,8 +16,9 @@ from rag_lib.store import JIEBA_ANALYZER_PARAMS
 
 # BM25's analyzer in the indexes most benchmarks build: jieba alone (JIEBA_ANALYZER_PARAMS), the analyzer their
 # committed results and resumable rows were measured with, so that a resumed or repeated run matches them; each
-# records it in its setup. `retrieval`, `fusion`, `chat`, `index`, `quickstart`, `advanced` and the multi-hop
-# benchmarks measure the course analyzer (ANALYZER_PARAMS), and `retrieval` and `lite` measure the two side by side.
+# records it in its setup. `retrieval`, `fusion`, `chat`, `index`, `quickstart`, `advanced`, `embeddings` and the
+# multi-hop benchmarks measure the course analyzer (ANALYZER_PARAMS); `retrieval` and `lite` measure the two side
+# by side.
 MEASURED_ANALYZER = JIEBA_ANALYZER_PARAMS
 
 

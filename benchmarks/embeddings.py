@@ -13,7 +13,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from tqdm import tqdm
 
-from benchmarks import MEASURED_ANALYZER, write_results
+from benchmarks import write_results
 from benchmarks.components import RESAMPLES, score, summary
 from benchmarks.lite import grown_rows
 from benchmarks.retrieval import cmrc_parser, cmrc_run
@@ -25,7 +25,7 @@ from rag_lib.experiments.evaluation import paired_difference
 from rag_lib.experiments.results import format_table
 from rag_lib.experiments.use_embeddings import USEEmbeddings
 from rag_lib.retriever import Retriever
-from rag_lib.store import DENSE_SEARCH_PARAMS
+from rag_lib.store import ANALYZER_PARAMS, DENSE_SEARCH_PARAMS
 
 FIELD = "use"  # the second model's vector field
 SCALE = 10_000  # chunks in the indexing-speed corpus
@@ -90,7 +90,7 @@ def indexing_speed(
     e5_vectors, e5_s = embed_all(embeddings, texts[:e5_sample], f"e5, {e5_sample} chunks")
     e5_full = np.resize(e5_vectors, (size, e5_vectors.shape[1]))  # the sample repeated: Milvus' cost, not e5's
     load_s = load_rows(client, "scale", rows, {"dense": e5_full, FIELD: use_vectors}, len(rows),
-                       MEASURED_ANALYZER)
+                       ANALYZER_PARAMS)
     client.drop_collection("scale")
     return {
         "chunks": size, "e5 chunks": e5_sample, "chars per chunk": float(np.mean([len(t) for t in texts])),
@@ -116,7 +116,7 @@ def main(argv: list[str]) -> None:
     e5_vectors = np.asarray(run.embeddings.embed_documents(texts), dtype=np.float32)  # disk-cached
     use_vectors, _ = embed_all(use, texts, "USE, CMRC chunks")
     load_rows(run.client, "two_models", chunks, {"dense": e5_vectors, FIELD: use_vectors}, len(chunks),
-              MEASURED_ANALYZER)
+              ANALYZER_PARAMS)
     runs = score(pipelines(run.client, run.embeddings, use), run.questions, "pipelines per question")
     rows = [summary(name, r) for name, r in runs.items()]
     differences = paired(runs)
@@ -129,7 +129,7 @@ def main(argv: list[str]) -> None:
     print(format_table(speed["models"]))
     setup = {"questions": len(run.questions), "contexts": len(run.data.contexts), "chunks": len(chunks),
              "candidates": CANDIDATES, "dataset": dataset_label(args.cmrc),
-             "BM25 analyzer": MEASURED_ANALYZER}
+             "BM25 analyzer": ANALYZER_PARAMS}
     results = {"setup": setup, "pipelines": rows, "differences": differences, "indexing": speed}
     print("\nwrote", write_results(args.out, results))
 
