@@ -1639,6 +1639,49 @@ CLAIMS += [
     Claim(BENCHMARKS, r"\) for ([\d.]+) s more\s+per question", answers_pair("local", JUDGE_PAIR, "s diff")),
 ]
 
+def split_runs(pipeline: str, home: str = "") -> dict[str, dict]:
+    """The answer benchmark's split-setting rows of one pipeline by question id (`home`: only the questions whose
+    paragraph is `local` or `web`)."""
+    lines = (BENCH / "answers_runs" / "split.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = (json.loads(line) for line in lines if line.strip())
+    return {r["id"]: r for r in rows if r["pipeline"] == pipeline and not r["error"] and home in ("", r["home"])}
+
+
+def never_searched(what: str) -> Value:
+    """On the split questions where plain RAG with a web fallback searched no web page: their count ("n"), how many
+    of its answers differ from plain RAG's ("changed"), its mean F1 minus plain RAG's ("f1")."""
+    def get() -> float:
+        fallback, plain = split_runs("rag_web_extractive"), split_runs("rag_extractive")
+        ids = [i for i, r in fallback.items() if not r["web_pages"] and i in plain]
+        if what == "n":
+            return float(len(ids))
+        if what == "changed":
+            return float(sum(fallback[i]["answer"] != plain[i]["answer"] for i in ids))
+        return sum(fallback[i]["f1"] - plain[i]["f1"] for i in ids) / len(ids)
+
+    return derived(f"answers_runs/split.jsonl, fallback rows with no web page: {what}", get)
+
+
+def web_half_mean(pipeline: str, field: str) -> Value:
+    """The mean of a row field (prompt_tokens, llm_calls) over a pipeline's split-setting web half."""
+    def get() -> float:
+        rows = split_runs(pipeline, "web").values()
+        return sum(r[field] for r in rows) / len(rows)
+
+    return derived(f"answers_runs/split.jsonl, {pipeline} on the web half, mean {field}", get)
+
+
+CLAIMS += [
+    Claim(BENCHMARKS, r"On the (\d+) questions where it never searched", never_searched("n")),
+    Claim(BENCHMARKS, r"yet (\d+) of its answers differ", never_searched("changed")),
+    Claim(BENCHMARKS, r"differ from plain RAG's: F1 ([+-][.\d]+) \[", never_searched("f1")),
+    Claim(BENCHMARKS, r"\((\d+) prompt tokens per question on the web",
+          web_half_mean("rag_web_extractive", "prompt_tokens")),
+    Claim(BENCHMARKS, r"on the web half over ([\d.]+) calls", web_half_mean("rag_web_extractive", "llm_calls")),
+    Claim(BENCHMARKS, r"against CRAG's (\d+) over", web_half_mean("crag_extractive", "prompt_tokens")),
+    Claim(BENCHMARKS, r"against CRAG's \d+ over ([\d.]+)\)", web_half_mean("crag_extractive", "llm_calls")),
+]
+
 ANSWER_PIPELINES = {"llm_only": "LLM only", "rag_extractive": "plain RAG", "crag_extractive": "Corrective RAG",
                     "judge_extractive": "RAG with judge", "gold": "gold context (the bound)"}
 
