@@ -1801,6 +1801,8 @@ def test_benchmark_answer_tables_are_the_json() -> None:
 # Notebook 14: the numbers of its markdown, takeaways included, against its outputs, the JSON and, for the intervals
 # the leaderboard bootstraps from per-question rows, rag_lib.experiments.leaderboard (which reads the JSON only).
 N14 = "14_technique_leaderboard"
+SPLIT_14, PAIRED_14, DEV_14, WEB_PARTS_14 = 12, 14, 16, 26  # cells printing the split front, the paired table and
+# grader actions, the dev split, and exercise 4's split of the web half
 COMPLETE_14 = ("per-context fusion", "all", "per-context fusion, every candidate scored by every search")
 
 
@@ -1816,18 +1818,53 @@ def p50_14(pipeline: str) -> Value:
 
 
 CLAIMS += [
-    Claim(N14, r"accepts the local passages \((\d+) of the", output(N14, 12, r"graded correct\s+(\d+) answers")),
-    Claim(N14, r"a median of (\d+) prompt\s+tokens", output(N14, 12, r"graded correct\s+\d+ answers, median\s+(\d+)")),
-    Claim(N14, r"against plain RAG's (\d+), and", output(N14, 12, r"plain RAG\s+\d+ answers, median\s+(\d+)")),
+    Claim(N14, r"accepts the local passages \((\d+) of the", output(N14, PAIRED_14, r"graded correct\s+(\d+) answers")),
+    Claim(N14, r"a median of (\d+) prompt\s+tokens",
+          output(N14, PAIRED_14, r"graded correct\s+\d+ answers, median\s+(\d+)")),
+    Claim(N14, r"against plain RAG's (\d+), and", output(N14, PAIRED_14, r"plain RAG\s+\d+ answers, median\s+(\d+)")),
     Claim(N14, r"no measurable\s+difference from plain RAG on (\d+) questions",
-          output(N14, 12, r"CRAG - plain RAG, (\d+) questions")),
+          output(N14, PAIRED_14, r"CRAG - plain RAG, (\d+) questions")),
     *interval_claims(N14, r"the best pipeline, ", lambda key, *end: complete_vs_fusion(*end), "diff", sep=r" \["),
-    Claim(N14, r"measurable difference on\s+([\d,]+) questions", output(N14, 14, r"([\d,]+) questions on")),
+    Claim(N14, r"measurable difference on\s+([\d,]+) questions", output(N14, DEV_14, r"([\d,]+) questions on")),
     Claim(N14, r"parent-child is the cheapest of them \((\d+) ms",
           p50_14("parent-child: 120-char children -> context")),
     Claim(N14, r"ms per query against (\d+) and", p50_14("per-context fusion: children + chunks + contexts + titles")),
     Claim(N14, r"against \d+ and (\d+) ms in the", p50_14(COMPLETE_14[-1])),
     Claim(N14, r"Corrective RAG gains \+([.\d]+) F1 over plain RAG", answers_pair("split", CRAG_PAIR, "F1 diff")),
+    # the split setting's front
+    Claim(N14, r"fallback \(F1 ([.\d]+) at [.\d]+ s against",
+          output(N14, SPLIT_14, r"F1 ([.\d]+) at\s+[.\d]+ s  Corr")),
+    Claim(N14, r"fallback \(F1 [.\d]+ at ([.\d]+) s against",
+          output(N14, SPLIT_14, r"F1 [.\d]+ at\s+([.\d]+) s  Corr")),
+    Claim(N14, r"s against ([.\d]+) at [.\d]+ s\), so the fallback",
+          output(N14, SPLIT_14, r"web fallback \(F1 ([.\d]+) at")),
+    Claim(N14, r"s against [.\d]+ at ([.\d]+) s\), so the fallback",
+          output(N14, SPLIT_14, r"web fallback \(F1 [.\d]+ at ([.\d]+) s")),
+    # where CRAG lost the answer's passage, by grader action
+    Claim(N14, r"On (\d+) of the \d+ questions where CRAG lost",
+          output(N14, PAIRED_14, r"graded correct.*had it: (\d+)")),
+    Claim(N14, r"On \d+ of the (\d+) questions where CRAG lost", outputs(N14, r"plain RAG had it: (\d+)", sum)),
+    Claim(N14, r"at or above the ([.\d]+) cutoff, the ones", derived("E5_MIN_SIMILARITY", lambda: E5_MIN_SIMILARITY)),
+    # exercise 4
+    Claim(N14, r"with a web fallback by \+([.\d]+) F1", answers_pair("split", GRADED_PAIR, "F1 diff")),
+    Claim(solutions(N14), r"both searched the web \((\d+) questions\)",
+          output(N14, WEB_PARTS_14, r"searched the web: (\d+) questions")),
+    Claim(solutions(N14), r"passed the\s+# cutoff \((\d+) questions\)",
+          output(N14, WEB_PARTS_14, r"kept a local passage: (\d+) questions")),
+    Claim(solutions(N14), r"read better \(F1 ([.\d]+) against", output(N14, WEB_PARTS_14, r"\n.*?CRAG ([.\d]+);")),
+    Claim(solutions(N14), r"read better \(F1 [.\d]+ against ([.\d]+)\)",
+          output(N14, WEB_PARTS_14, r"F1 fallback ([.\d]+)")),
+    Claim(solutions(N14), r"reached F1 ([.\d]+) against",
+          output(N14, WEB_PARTS_14, r"local passage[^\n]*\n.*?CRAG ([.\d]+);")),
+    Claim(solutions(N14), r"reached F1 [.\d]+ against ([.\d]+)\.",
+          output(N14, WEB_PARTS_14, r"local passage[^\n]*\n\s+F1 fallback ([.\d]+)")),
+    Claim(solutions(N14), r"answer's page \(evidence ([.\d]+)\)",
+          output(N14, WEB_PARTS_14, r"evidence fallback ([.\d]+)")),
+    Claim(solutions(N14), r"trusts a local passage only at ([.\d]+) and above", CONFIDENT),
+    Claim(solutions(N14), r"the two add (\+[.\d]+) and", output(N14, WEB_PARTS_14, r"questions: (\+[.\d]+)")),
+    Claim(solutions(N14), r"the two add \+[.\d]+ and (\+[.\d]+) of",
+          output(N14, WEB_PARTS_14, r"local passage[^\n]*\n[^\n]*questions: (\+[.\d]+)")),
+    Claim(solutions(N14), r"of the (\+[.\d]+)\.", answers_pair("split", GRADED_PAIR, "F1 diff")),
 ]
 
 
