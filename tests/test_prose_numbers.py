@@ -1639,6 +1639,49 @@ CLAIMS += [
     Claim(BENCHMARKS, r"\) for ([\d.]+) s more\s+per question", answers_pair("local", JUDGE_PAIR, "s diff")),
 ]
 
+def split_runs(pipeline: str, home: str = "") -> dict[str, dict]:
+    """The answer benchmark's split-setting rows of one pipeline by question id (`home`: only the questions whose
+    paragraph is `local` or `web`)."""
+    lines = (BENCH / "answers_runs" / "split.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = (json.loads(line) for line in lines if line.strip())
+    return {r["id"]: r for r in rows if r["pipeline"] == pipeline and not r["error"] and home in ("", r["home"])}
+
+
+def never_searched(what: str) -> Value:
+    """On the split questions where plain RAG with a web fallback searched no web page: their count ("n"), how many
+    of its answers differ from plain RAG's ("changed"), its mean F1 minus plain RAG's ("f1")."""
+    def get() -> float:
+        fallback, plain = split_runs("rag_web_extractive"), split_runs("rag_extractive")
+        ids = [i for i, r in fallback.items() if not r["web_pages"] and i in plain]
+        if what == "n":
+            return float(len(ids))
+        if what == "changed":
+            return float(sum(fallback[i]["answer"] != plain[i]["answer"] for i in ids))
+        return sum(fallback[i]["f1"] - plain[i]["f1"] for i in ids) / len(ids)
+
+    return derived(f"answers_runs/split.jsonl, fallback rows with no web page: {what}", get)
+
+
+def web_half_mean(pipeline: str, field: str) -> Value:
+    """The mean of a row field (prompt_tokens, llm_calls) over a pipeline's split-setting web half."""
+    def get() -> float:
+        rows = split_runs(pipeline, "web").values()
+        return sum(r[field] for r in rows) / len(rows)
+
+    return derived(f"answers_runs/split.jsonl, {pipeline} on the web half, mean {field}", get)
+
+
+CLAIMS += [
+    Claim(BENCHMARKS, r"On the (\d+) questions where it never searched", never_searched("n")),
+    Claim(BENCHMARKS, r"yet (\d+) of its answers differ", never_searched("changed")),
+    Claim(BENCHMARKS, r"differ from plain RAG's: F1 ([+-][.\d]+) \[", never_searched("f1")),
+    Claim(BENCHMARKS, r"\((\d+) prompt tokens per question on the web",
+          web_half_mean("rag_web_extractive", "prompt_tokens")),
+    Claim(BENCHMARKS, r"on the web half over ([\d.]+) calls", web_half_mean("rag_web_extractive", "llm_calls")),
+    Claim(BENCHMARKS, r"against CRAG's (\d+) over", web_half_mean("crag_extractive", "prompt_tokens")),
+    Claim(BENCHMARKS, r"against CRAG's \d+ over ([\d.]+)\)", web_half_mean("crag_extractive", "llm_calls")),
+]
+
 ANSWER_PIPELINES = {"llm_only": "LLM only", "rag_extractive": "plain RAG", "crag_extractive": "Corrective RAG",
                     "judge_extractive": "RAG with judge", "gold": "gold context (the bound)"}
 
@@ -1758,6 +1801,8 @@ def test_benchmark_answer_tables_are_the_json() -> None:
 # Notebook 14: the numbers of its markdown, takeaways included, against its outputs, the JSON and, for the intervals
 # the leaderboard bootstraps from per-question rows, rag_lib.experiments.leaderboard (which reads the JSON only).
 N14 = "14_technique_leaderboard"
+SPLIT_14, PAIRED_14, DEV_14, WEB_PARTS_14 = 12, 14, 16, 26  # cells printing the split front, the paired table and
+# grader actions, the dev split, and exercise 4's split of the web half
 COMPLETE_14 = ("per-context fusion", "all", "per-context fusion, every candidate scored by every search")
 
 
@@ -1773,18 +1818,53 @@ def p50_14(pipeline: str) -> Value:
 
 
 CLAIMS += [
-    Claim(N14, r"accepts the local passages \((\d+) of the", output(N14, 12, r"graded correct\s+(\d+) answers")),
-    Claim(N14, r"a median of (\d+) prompt\s+tokens", output(N14, 12, r"graded correct\s+\d+ answers, median\s+(\d+)")),
-    Claim(N14, r"against plain RAG's (\d+), and", output(N14, 12, r"plain RAG\s+\d+ answers, median\s+(\d+)")),
+    Claim(N14, r"accepts the local passages \((\d+) of the", output(N14, PAIRED_14, r"graded correct\s+(\d+) answers")),
+    Claim(N14, r"a median of (\d+) prompt\s+tokens",
+          output(N14, PAIRED_14, r"graded correct\s+\d+ answers, median\s+(\d+)")),
+    Claim(N14, r"against plain RAG's (\d+), and", output(N14, PAIRED_14, r"plain RAG\s+\d+ answers, median\s+(\d+)")),
     Claim(N14, r"no measurable\s+difference from plain RAG on (\d+) questions",
-          output(N14, 12, r"CRAG - plain RAG, (\d+) questions")),
+          output(N14, PAIRED_14, r"CRAG - plain RAG, (\d+) questions")),
     *interval_claims(N14, r"the best pipeline, ", lambda key, *end: complete_vs_fusion(*end), "diff", sep=r" \["),
-    Claim(N14, r"measurable difference on\s+([\d,]+) questions", output(N14, 14, r"([\d,]+) questions on")),
+    Claim(N14, r"measurable difference on\s+([\d,]+) questions", output(N14, DEV_14, r"([\d,]+) questions on")),
     Claim(N14, r"parent-child is the cheapest of them \((\d+) ms",
           p50_14("parent-child: 120-char children -> context")),
     Claim(N14, r"ms per query against (\d+) and", p50_14("per-context fusion: children + chunks + contexts + titles")),
     Claim(N14, r"against \d+ and (\d+) ms in the", p50_14(COMPLETE_14[-1])),
     Claim(N14, r"Corrective RAG gains \+([.\d]+) F1 over plain RAG", answers_pair("split", CRAG_PAIR, "F1 diff")),
+    # the split setting's front
+    Claim(N14, r"fallback \(F1 ([.\d]+) at [.\d]+ s against",
+          output(N14, SPLIT_14, r"F1 ([.\d]+) at\s+[.\d]+ s  Corr")),
+    Claim(N14, r"fallback \(F1 [.\d]+ at ([.\d]+) s against",
+          output(N14, SPLIT_14, r"F1 [.\d]+ at\s+([.\d]+) s  Corr")),
+    Claim(N14, r"s against ([.\d]+) at [.\d]+ s\), so the fallback",
+          output(N14, SPLIT_14, r"web fallback \(F1 ([.\d]+) at")),
+    Claim(N14, r"s against [.\d]+ at ([.\d]+) s\), so the fallback",
+          output(N14, SPLIT_14, r"web fallback \(F1 [.\d]+ at ([.\d]+) s")),
+    # where CRAG lost the answer's passage, by grader action
+    Claim(N14, r"On (\d+) of the \d+ questions where CRAG lost",
+          output(N14, PAIRED_14, r"graded correct.*had it: (\d+)")),
+    Claim(N14, r"On \d+ of the (\d+) questions where CRAG lost", outputs(N14, r"plain RAG had it: (\d+)", sum)),
+    Claim(N14, r"at or above the ([.\d]+) cutoff, the ones", derived("E5_MIN_SIMILARITY", lambda: E5_MIN_SIMILARITY)),
+    # exercise 4
+    Claim(N14, r"with a web fallback by \+([.\d]+) F1", answers_pair("split", GRADED_PAIR, "F1 diff")),
+    Claim(solutions(N14), r"both searched the web \((\d+) questions\)",
+          output(N14, WEB_PARTS_14, r"searched the web: (\d+) questions")),
+    Claim(solutions(N14), r"passed the\s+# cutoff \((\d+) questions\)",
+          output(N14, WEB_PARTS_14, r"kept a local passage: (\d+) questions")),
+    Claim(solutions(N14), r"read better \(F1 ([.\d]+) against", output(N14, WEB_PARTS_14, r"\n.*?CRAG ([.\d]+);")),
+    Claim(solutions(N14), r"read better \(F1 [.\d]+ against ([.\d]+)\)",
+          output(N14, WEB_PARTS_14, r"F1 fallback ([.\d]+)")),
+    Claim(solutions(N14), r"reached F1 ([.\d]+) against",
+          output(N14, WEB_PARTS_14, r"local passage[^\n]*\n.*?CRAG ([.\d]+);")),
+    Claim(solutions(N14), r"reached F1 [.\d]+ against ([.\d]+)\.",
+          output(N14, WEB_PARTS_14, r"local passage[^\n]*\n\s+F1 fallback ([.\d]+)")),
+    Claim(solutions(N14), r"answer's page \(evidence ([.\d]+)\)",
+          output(N14, WEB_PARTS_14, r"evidence fallback ([.\d]+)")),
+    Claim(solutions(N14), r"trusts a local passage only at ([.\d]+) and above", CONFIDENT),
+    Claim(solutions(N14), r"the two add (\+[.\d]+) and", output(N14, WEB_PARTS_14, r"questions: (\+[.\d]+)")),
+    Claim(solutions(N14), r"the two add \+[.\d]+ and (\+[.\d]+) of",
+          output(N14, WEB_PARTS_14, r"local passage[^\n]*\n[^\n]*questions: (\+[.\d]+)")),
+    Claim(solutions(N14), r"of the (\+[.\d]+)\.", answers_pair("split", GRADED_PAIR, "F1 diff")),
 ]
 
 

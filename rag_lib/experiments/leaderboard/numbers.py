@@ -273,6 +273,20 @@ def answer_cost(pipeline: str, setting: str = "local", versus: str = "") -> str:
             f"{other['s p50']:.1f} s/answer")
 
 
+def crag_band() -> tuple[float, float]:
+    """Corrective RAG's similarity band: below the lower bound a passage is dropped, at the upper one it is trusted
+    without a web search; in between the LLM grader decides."""
+    from rag_lib.embeddings import E5_MIN_SIMILARITY
+    from rag_lib.graphs.crag import E5_CONFIDENT_SIMILARITY  # imported here: the graph module loads LangGraph
+
+    return E5_MIN_SIMILARITY, E5_CONFIDENT_SIMILARITY
+
+
+def crag_tuned() -> str:
+    """What Corrective RAG's rows were tuned on: its grader prompt and its band, both set on the passages of data/."""
+    return "grader prompt and similarity band ({:.2f}/{:.2f}) set on data/ passages".format(*crag_band())
+
+
 def multihop_pair(pipeline: str) -> dict:
     """`pipeline` minus plain RAG on all held-out two-hop questions (multihop_held_out.json's paired table)."""
     return pick(results("multihop_held_out")["paired"], comparison=f"{pipeline} - rag_extractive", questions="all")

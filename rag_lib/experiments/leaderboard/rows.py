@@ -28,6 +28,7 @@ from rag_lib.experiments.leaderboard.numbers import (
     answers_paired,
     calls,
     condense_pair,
+    crag_tuned,
     interval,
     joined,
     matched_medians,
@@ -114,6 +115,7 @@ def fusion_knob(name: str) -> tuple[float, tuple]:
 
 
 NOT_TUNED = "nothing tuned"
+CUTOFF_ONLY = f"{NOT_TUNED} (cutoff from notebook 00)"
 
 
 def point(file: str, name: str, baseline: str, metric: str = "R@1") -> float:
@@ -301,12 +303,12 @@ def web_route_rows() -> list[Row]:
         Row("answer", "web fallback: search the web when no passage passes the cutoff", "plain RAG (no web route)",
             "F1", fallback["F1 diff"], tuple(fallback["F1 diff ci"]),
             answer_cost("rag_web_extractive", "split", "rag_extractive"),
-            f"{fallback['n']} CMRC trial questions, half of the contexts only on the web (split setting)", NOT_TUNED,
+            f"{fallback['n']} CMRC trial questions, half of the contexts only on the web (split setting)", CUTOFF_ONLY,
             "answers.json", 2, also=evidence(fallback)),
         Row("answer", "Corrective RAG where half the contexts are only on the web", "plain RAG + web fallback", "F1",
             graded["F1 diff"], tuple(graded["F1 diff ci"]),
             answer_cost("crag_extractive", "split", "rag_web_extractive"),
-            f"{graded['n']} CMRC trial questions, split setting", "grader prompt written on data/ passages",
+            f"{graded['n']} CMRC trial questions, split setting", crag_tuned(),
             "answers.json", 2, also=evidence(graded)),
     ]
 
@@ -327,14 +329,14 @@ def answer_rows() -> list[Row]:
     return [
         Row("answer", "plain RAG: hybrid retrieval, k=3, extractive answer", "the model alone (no retrieval)", "F1",
             rag, rag_bounds, answer_cost("rag_extractive"), f"{n} CMRC trial questions, every context indexed",
-            f"{NOT_TUNED} (cutoff from notebook 00)", "answers_runs/local.jsonl", 2),
+            CUTOFF_ONLY, "answers_runs/local.jsonl", 2),
         Row("answer", "extractive answers (copy a span, verify, cite)", "generated answers (plain RAG)", "F1",
             extractive["F1 diff"], tuple(extractive["F1 diff ci"]),
             f"{calls(summary_row('rag')['LLM calls'], 1)}, {extractive_s:.1f} vs {generated_s:.1f} s/answer "
             "(the same questions)",
             f"{extractive['n']} CMRC trial questions", NOT_TUNED, "answers.json", 2),
         paired_answer_row("Corrective RAG (grade, rewrite, web search)", "crag_extractive - rag_extractive",
-                          "plain RAG", "grader prompt written on data/ passages", "split setting, against plain RAG "
+                          "plain RAG", crag_tuned(), "split setting, against plain RAG "
                           f"with a web fallback: {interval(graded['F1 diff'], graded['F1 diff ci'], 2)}",
                           split_setting="split setting, against plain RAG with no web route"),
         *web_route_rows(),
