@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]*_*.ipynb"))  # 07b_... too
 MAX_WORDS = 2_500  # markdown words per notebook before the exercises, counted as \w+ runs (stricter than split())
 CLOSING = ("What to take away", "Sources", "Exercises")
 

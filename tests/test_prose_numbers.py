@@ -382,6 +382,7 @@ def joined_minus_written_08(index: int) -> Value:
         return paired_difference([float(k[JOINED]) for k in kept], [float(k["as written"]) for k in kept])[index]
 
     return Value(f"bench_results/chat.json, paired bootstrap of {JOINED} minus as written, item {index}", get)
+N07B = "07b_checkpoints_time_travel"
 N08, N09, N10, N11 = "08_memory_context_hitl", "09_crag_web_search", "10_agentic_rag", "11_rag_with_judge"
 HUNDRED_K = "index_100k"
 # Single-query wall clock of the HNSW setting the crossing table picks at 100,000 vectors (cheapest CPU, ef = 128).
@@ -924,6 +925,13 @@ CLAIMS: list[Claim] = [
     # ---- 07 subgraphs and Send
     Claim(N07, r"about (\d+) s of cells", cell_seconds(N07), rel=0.5),
     Claim(N07, r"passed the ([\d.]+) cutoff", output(N07, 2, r"cutoff: ([\d.]+)")),
+    # ---- 07b checkpoints and time travel
+    Claim(N07B, r"about (\d+) s of cells", cell_seconds(N07B), rel=0.5),
+    Claim(N07B, r"(\d+) checkpoints for a run", output(N07B, 8, r"(\d+) checkpoints in thread")),
+    Claim(N07B, r"the first run made (\d+) model calls", output(N07B, 6, r"from (\d+) model calls")),
+    Claim(N07B, r"fork each\s+added (\d+) checkpoints", output(N07B, 18, r"short style\s+(\d+)")),
+    Claim(N07B, r"fork each\s+added (\d+) checkpoints", output(N07B, 18, r"note added\s+(\d+)")),
+    Claim(N07B, r"for (\d+) new checkpoints each", output(N07B, 18, r"short style\s+(\d+)")),
     # ---- 11 evaluation: header, setup and references
     Claim(N12, r"about (\d+) s of cells on a 2-core", cell_seconds(N12), rel=0.5),
         Claim(N12, r"all ([\d,]+)", bench("retrieval", "setup", "questions")),

@@ -1,4 +1,5 @@
-"""The LangGraph patterns notebook 07 relies on: Send + reducer, SQLite checkpoints, time travel, subgraph state.
+"""The LangGraph patterns notebooks 07 and 07b rely on: Send + reducer, SQLite checkpoints, time travel, subgraph
+state.
 
 Plain Python nodes (no model): these pin down LangGraph behaviour the notebook's text explains, so an upgrade
 that changes it fails here first.
