@@ -922,6 +922,10 @@ CLAIMS: list[Claim] = [
     Claim(N06, r"writes [\d.]+-([\d.]+) tokens per second", bench("quickstart", "questions", 1, "tokens_per_s")),
     Claim(N06, r"\(([\d.]+)-[\d.]+ per\s+second in", bench("quickstart", "questions", 0, "tokens_per_s")),
     Claim(N06, r"\([\d.]+-([\d.]+) per\s+second in", bench("quickstart", "questions", 1, "tokens_per_s")),
+    Claim(N06, r"Two nodes give (\d+) `tasks` items", output(N06, 28, r"items: tasks (\d+),")),
+    Claim(N06, r"`generate`, and (\d+) checkpoints:", output(N06, 28, r"checkpoints (\d+), debug")),
+    Claim(N06, r"the empty input \(step (-?\d+)\)", output(N06, 28, r"step +(-?\d+), state keys \[\],")),
+    Claim(N06, r"the question written \(step (-?\d+)\)", output(N06, 28, r"step +(-?\d+), state keys \['question'\],")),
     # ---- 07 subgraphs and Send
     Claim(N07, r"about (\d+) s of cells", cell_seconds(N07), rel=0.5),
     Claim(N07, r"passed the ([\d.]+) cutoff", output(N07, 2, r"cutoff: ([\d.]+)")),
