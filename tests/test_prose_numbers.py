@@ -968,7 +968,8 @@ CLAIMS: list[Claim] = [
     # ---- 11: the live slice (its quality outputs are deterministic and compared by nbval)
     Claim(N12, r"pipelines on (\d+) questions", output(N12, SLICE_SETUP, r"(\d+) questions in the slice")),
     Claim(N12, r"one question is ([\d.]+) of recall", derived(
-        f"{N12} cell {SLICE_SETUP} output, 1 / questions", lambda: 1 / output(N12, SLICE_SETUP, r"(\d+) questions in the slice").get())),
+        f"{N12} cell {SLICE_SETUP} output, 1 / questions",
+        lambda: 1 / output(N12, SLICE_SETUP, r"(\d+) questions in the slice").get())),
     Claim(N12, r"(\d+) questions are a coarse ruler", output(N12, SLICE_SETUP, r"(\d+) questions in the slice")),
     Claim(N12, r"share the top MRR@5 \(([.\d]+)\)",
           output(N12, SLICE_TABLE, r"hybrid RRF\(60\)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)")),
