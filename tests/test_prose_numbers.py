@@ -1336,7 +1336,7 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"wrong opening time (\d)/\d/\d", output(N13, 28, r"wrong time\s+faithfulness (\d)")),
     Claim(N13, r"wrong opening time \d/(\d)/\d", output(N13, 28, r"wrong time\s+faithfulness \d\s+relevance (\d)")),
     Claim(N13, r"wrong opening time \d/\d/(\d)", output(N13, 28, r"wrong time[^\n]*completeness (\d)")),
-    Claim(N13, r"salad-bar chunk scored ([\d.]+)",
+    Claim(N13, r"salad-bar question, whose chunk scored ([\d.]+)",
           output(N13, 34, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     # ---- 13 exercise 2's solution: the salad-bar chunks and the off-topic questions at a 0.84 cutoff (cell 43)
     Claim(solutions(N13), r"note pass \(([\d.]+) and [\d.]+ in section 5\)",
