@@ -416,7 +416,7 @@ def held_out_00(cutoff: str, column: int) -> Value:
 DRIFT_12 = 27  # notebook 12: the web fallback's rows against plain RAG's where it never searched the web
 SLICE_SETUP = 16  # notebook 12: the slice's index and questions
 SLICE_TABLE = 18  # notebook 12: the slice's quality table
-PAIRED_10 = 24  # notebook 10: CRAG minus agent, paired, in-process (local)
+PAIRED_10 = 26  # notebook 10: CRAG minus agent, paired, in-process (local)
 
 
 def first_step_paired_10(i: int) -> Value:
@@ -1275,20 +1275,9 @@ CLAIMS: list[Claim] = [
     Claim(N10, r"sent (\d+) to the web and answered", agent_first_steps("docs", "web_search")),
     Claim(N10, r"and answered (\d+) without a search", agent_first_steps("docs", "answer")),
     # ---- 10: the paired table: each row's first interval is in-process (local), the second through the server
-    *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"the \d+ CRAG was not tuned on\s+" + pattern))
-      for prefix in (r"agent in-process is ", r"measurable difference\s+from the\s+agent in-process \(")
-      for pattern in (r"(\+[.\d]+) \[", r"\+[.\d]+ \[(-[.\d]+),", r"\+[.\d]+ \[-[.\d]+, (\+[.\d]+)\]")],
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"all \d+ paired\s+" + pattern))
-      for prefix in (r"CRAG's lead is clear in-process: ", r"held the gold more often on all \d+\s+paired questions \(")
+      for prefix in (r"held the gold more often on all \d+\s+paired questions \(",)
       for pattern in (r"(\+[.\d]+) \[", r"\+[.\d]+ \[(\+[.\d]+),", r"\+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]")],
-    *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"seconds: \d+ paired\s+" + skip + pattern))
-      for prefix, skip in ((r"the agent took ", ""),)
-      for pattern in (r"\+([.\d]+) \[", r"\+[.\d]+ \[\+([.\d]+),", r"\+[.\d]+ \[\+[.\d]+, \+([.\d]+)\]")],
-    *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"web ones among them\s+" + skip + pattern))
-      for prefix, skip in ((r"web questions CRAG leads by\s+", ""), (r"web questions it was not tuned on \(", ""))
-      for pattern in (r"(\+[.\d]+)\s+\[", r"\+[.\d]+\s+\[(\+[.\d]+),", r"\+[.\d]+\s+\[\+[.\d]+,\s+(\+[.\d]+)\]")],
-    Claim(N10, r"On the (\d+) held-out web questions", output(N10, PAIRED_10, r"the (\d+) web ones among them")),
-    Claim(N10, r"On the (\d+) it was not tuned on", output(N10, PAIRED_10, r"the (\d+) CRAG was not tuned on")),
     *[Claim(N10, pattern, output(N10, PAIRED_10, r"not tuned on, by kind: \{[^}]*'" + kind + r"': (\d+)"))
       for pattern, kind in ((r"are (\d+) web and \d+ no-lookup", "web"),
                             (r"are \d+ web and (\d+) no-lookup", "direct"))],
@@ -1308,13 +1297,9 @@ CLAIMS: list[Claim] = [
             bench("agent", "local", "compare", "summary", "agent", "first_step_right", "all", "ci95", end))
       for end, pattern in ((0, r"\[([.\d]+),"), (1, r"\[[.\d]+, ([.\d]+)\]"))],
     *[Claim(N10, prefix + pattern, first_step_paired_10(i))
-      for prefix in (r"\(paired, ", r"\(CRAG's first step\): ")
+      for prefix in (r"\(paired, ",)
       for i, pattern in enumerate((r"([+-][.\d]+) \[", r"[+-][.\d]+ \[([+-][.\d]+),",
                                    r"[+-][.\d]+ \[[+-][.\d]+, ([+-][.\d]+)\]"))],
-    Claim(N10, r"fewer model calls: ([.\d]+) per question",
-          bench("agent", "local", "compare", "summary", "crag", "mean_llm_calls")),
-    Claim(N10, r"per question against the\s+agent's ([.\d]+)",
-          bench("agent", "local", "compare", "summary", "agent", "mean_llm_calls")),
     *[Claim(N10, pattern, bench("agent", "qwen-local", "choice_constrained", "summary", kind, count))
       for pattern, kind in ((r"right on all (\d+) documents", "docs"), (r"and all (\d+) no-lookup questions", "direct"))
       for count in ("k", "n")],
@@ -1372,7 +1357,7 @@ CLAIMS: list[Claim] = [
     Claim(N13, r"wrong opening time (\d)/\d/\d", output(N13, 28, r"wrong time\s+faithfulness (\d)")),
     Claim(N13, r"wrong opening time \d/(\d)/\d", output(N13, 28, r"wrong time\s+faithfulness \d\s+relevance (\d)")),
     Claim(N13, r"wrong opening time \d/\d/(\d)", output(N13, 28, r"wrong time[^\n]*completeness (\d)")),
-    Claim(N13, r"salad-bar chunk scored ([\d.]+)",
+    Claim(N13, r"salad-bar question, whose chunk scored ([\d.]+)",
           output(N13, 34, r"salad bar close\? \| hybrid[^\n]*\n\s+\w+\s+\S+\s+#\d+\s+similarity ([\d.]+)")),
     # ---- 13 exercise 2's solution: the salad-bar chunks and the off-topic questions at a 0.84 cutoff (cell 43)
     Claim(solutions(N13), r"note pass \(([\d.]+) and [\d.]+ in section 5\)",
