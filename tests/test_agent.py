@@ -289,11 +289,11 @@ def test_bench_scoring_rules():
 
 
 def test_agent_paired_reads_the_committed_results() -> None:
-    """The paired CRAG-minus-agent table notebook 10 prints, from bench_results/agent.json and the question files."""
+    """The paired agent-minus-CRAG table notebook 10 prints, from bench_results/agent.json and the question files."""
     from rag_lib.experiments.results import agent_paired, load_results
 
     paired = agent_paired(load_results("agent"))
     assert sum(paired["all"].values()) == 44
     assert sum(paired["tuned on"].values()) < 44 and paired["held out"]
     for rows in paired["table"].values():
-        assert len(rows) == 4 and all(value.count("[") == 1 for value in rows.values())
+        assert len(rows) == 6 and all(value.count("[") == 1 for value in rows.values())

@@ -100,18 +100,15 @@ def crag_tuned_on() -> set[str]:
 
 
 def agent_paired(bench: dict[str, Any]) -> dict[str, Any]:
-    """CRAG minus agent, paired per question, from bench_results/agent.json: on all the questions both answers were
-    scored on, on those CRAG was not tuned on (CRAG_TUNED_ON), on the web ones among them, and the seconds. Returns
-    {"tuned on": kinds of the questions CRAG was tuned on, "all": kinds of all questions, "held out": kinds of the
-    scored questions it was not tuned on (in-process), "table": {path: {row: "diff [low, high]"}}}, a 95% paired
-    bootstrap each."""
+    """Agent minus CRAG, paired per question, from bench_results/agent.json: the gold held on all the questions both
+    answers were scored on, on those CRAG was not tuned on (CRAG_TUNED_ON) and on the web ones among them; then the
+    seconds, the LLM calls and the first step right (CRAG's is always "search the documents") on every question.
+    Returns {"tuned on": kinds of the questions CRAG was tuned on, "all": kinds of all questions, "held out": kinds of
+    the scored questions it was not tuned on (in-process), "table": {path: {row: "diff [low, high]"}}}, a 95% paired
+    bootstrap each; a negative difference means the agent scored lower."""
     from collections import Counter
 
     from rag_lib.experiments.evaluation import paired_difference
-
-    def a_minus_b(a: dict, b: dict, group: list[str], digits: int = 3) -> str:
-        diff, low, high = paired_difference([a[q] for q in group], [b[q] for q in group])
-        return f"{diff:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
 
     seen = crag_tuned_on()
     kinds = {q["question"]: q["kind"]
@@ -122,20 +119,28 @@ def agent_paired(bench: dict[str, Any]) -> dict[str, Any]:
         if label not in bench:
             continue
         rows = bench[label]["compare"]["rows"]
-        correct = {p: {r["question"]: r["correct"] for r in rows if r["pipeline"] == p} for p in ("agent", "crag")}
-        seconds = {p: {r["question"]: r["s"] for r in rows if r["pipeline"] == p} for p in ("agent", "crag")}
+        per = {field: {p: {r["question"]: r[field] for r in rows if r["pipeline"] == p} for p in ("agent", "crag")}
+               for field in ("correct", "s", "llm_calls", "first_step_right")}
+
+        def agent_minus_crag(field: str, group: list[str], digits: int = 3) -> str:
+            diff, low, high = paired_difference([per[field]["agent"][q] for q in group],
+                                                [per[field]["crag"][q] for q in group])
+            return f"{diff:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+        correct, questions = per["correct"], list(per["s"]["crag"])
         scored = [q for q, ok in correct["crag"].items() if ok is not None and correct["agent"][q] is not None]
         unseen = [q for q in scored if q not in seen]
         web_unseen = [q for q in unseen if kinds[q] == "web"]
         if label == "local" or not paired["held out"]:
             paired["held out"] = dict(Counter(kinds[q] for q in unseen))
         paired["table"][label] = {
-            f"CRAG minus agent, gold held: all {len(scored)} paired": a_minus_b(correct["crag"], correct["agent"],
-                                                                                scored),
-            f"... the {len(unseen)} CRAG was not tuned on": a_minus_b(correct["crag"], correct["agent"], unseen),
-            f"... the {len(web_unseen)} web ones among them": a_minus_b(correct["crag"], correct["agent"], web_unseen),
-            f"agent minus CRAG, seconds: {len(seconds['crag'])} paired": a_minus_b(
-                seconds["agent"], seconds["crag"], list(seconds["crag"]), digits=1),
+            f"agent minus CRAG, gold held: all {len(scored)} paired": agent_minus_crag("correct", scored),
+            f"... the {len(unseen)} CRAG was not tuned on": agent_minus_crag("correct", unseen),
+            f"... the {len(web_unseen)} web ones among them": agent_minus_crag("correct", web_unseen),
+            f"agent minus CRAG, seconds: {len(questions)} paired": agent_minus_crag("s", questions, digits=1),
+            f"agent minus CRAG, LLM calls: {len(questions)} paired": agent_minus_crag("llm_calls", questions),
+            f"agent minus always-docs, first step right: {len(questions)} paired": agent_minus_crag(
+                "first_step_right", questions),
         }
     return paired
 
