@@ -119,6 +119,27 @@ def agent_first_steps(kind: str, first: str = "") -> Value:
     return derived(f"bench_results/agent.json, agent's first step on {kind} questions", count)
 
 
+def agent_scored(pipeline: str, kind: str, first: str = "", held: bool = False) -> Value:
+    """How many in-process questions of `kind` with a gold answer `pipeline` began with `first` ("": any first step),
+    as notebook 10's per-kind table counts them; `held`: only those whose answer held the gold."""
+    def count() -> float:
+        rows = [r for r in results("agent")["local"]["compare"]["rows"]
+                if r["pipeline"] == pipeline and r["kind"] == kind and r["correct"] is not None]
+        return float(sum((not first or (r["tools"] or ["answer"])[0] == first) and (not held or r["correct"])
+                         for r in rows))
+
+    return derived(f"bench_results/agent.json, {pipeline} on {kind} questions, first step {first or 'any'}", count)
+
+
+def native_choice(kinds: tuple[str, ...], called: bool) -> Value:
+    """Of the server's native tool-choice rows of `kinds`: how many chose a tool (`called`), or all of them."""
+    def count() -> float:
+        rows = [r for r in results("agent")["qwen-local"]["choice_native"]["rows"] if r["kind"] in kinds]
+        return float(sum(not called or r["chosen"] != "answer" for r in rows))
+
+    return derived(f"bench_results/agent.json qwen-local choice_native rows of {kinds}", count)
+
+
 def output_text(name: str, cell: int) -> str:
     """The committed outputs of one cell: streams and plain-text results, joined."""
     parts = []
@@ -416,7 +437,7 @@ def held_out_00(cutoff: str, column: int) -> Value:
 DRIFT_12 = 27  # notebook 12: the web fallback's rows against plain RAG's where it never searched the web
 SLICE_SETUP = 16  # notebook 12: the slice's index and questions
 SLICE_TABLE = 18  # notebook 12: the slice's quality table
-PAIRED_10 = 26  # notebook 10: CRAG minus agent, paired, in-process (local)
+PAIRED_10 = 29  # notebook 10: agent minus CRAG, paired, in-process (local)
 
 
 def first_step_paired_10(i: int) -> Value:
@@ -1270,14 +1291,38 @@ CLAIMS: list[Claim] = [
     Claim(N08, r"of Alice's (\d) earlier", output(N08, 20, r"history_tokens= 60: \d+ of (\d+)")),
     # ---- 10 agentic RAG
     # ---- 10: where the in-process agent's first step went on the documents questions (agent.json rows)
-    Claim(N10, r"right on only (\d+) of the \d+ documents questions", agent_first_steps("docs", "search_docs")),
-    Claim(N10, r"right on only \d+ of the (\d+) documents questions", agent_first_steps("docs")),
+    Claim(N10, r"right on only (\d+) of the \d+ documents\s+questions", agent_first_steps("docs", "search_docs")),
+    Claim(N10, r"right on only \d+ of the (\d+) documents\s+questions", agent_first_steps("docs")),
     Claim(N10, r"sent (\d+) to the web and answered", agent_first_steps("docs", "web_search")),
     Claim(N10, r"and answered (\d+) without a search", agent_first_steps("docs", "answer")),
     # ---- 10: the paired table: each row's first interval is in-process (local), the second through the server
     *[Claim(N10, prefix + pattern, output(N10, PAIRED_10, r"all \d+ paired\s+" + pattern))
-      for prefix in (r"held the gold more often on all \d+\s+paired questions \(",)
-      for pattern in (r"(\+[.\d]+) \[", r"\+[.\d]+ \[(\+[.\d]+),", r"\+[.\d]+ \[\+[.\d]+, (\+[.\d]+)\]")],
+      for prefix in (r"held the gold less often on all \d+\s+paired questions \(agent minus CRAG, ",)
+      for pattern in (r"(-[.\d]+) \[", r"-[.\d]+ \[(-[.\d]+),", r"-[.\d]+ \[-[.\d]+, (-[.\d]+)\]")],
+    # ---- 10: the per-kind table (kind x pipeline x first step, gold held), agent.json local rows
+    Claim(N10, r"of the (\d+)\s+documents questions it sent to the documents",
+          agent_scored("agent", "docs", "search_docs")),
+    Claim(N10, r"it sent to the documents, its answer held the gold on (\d+)",
+          agent_scored("agent", "docs", "search_docs", held=True)),
+    Claim(N10, r"\(CRAG: (\d+) of \d+\)", agent_scored("crag", "docs", held=True)),
+    Claim(N10, r"\(CRAG: \d+ of (\d+)\)", agent_scored("crag", "docs")),
+    Claim(N10, r"should help: (\d+) of \d+ against", agent_scored("agent", "web", held=True)),
+    Claim(N10, r"should help: \d+ of (\d+) against", agent_scored("agent", "web")),
+    Claim(N10, r"against CRAG's (\d+) of \d+\.", agent_scored("crag", "web", held=True)),
+    Claim(N10, r"against CRAG's \d+ of (\d+)\.", agent_scored("crag", "web")),
+    Claim(N10, r"It sent (\d+) of them to the\s+documents first", agent_scored("agent", "web", "search_docs")),
+    Claim(N10, r"only (\d+) of those ended with the gold", agent_scored("agent", "web", "search_docs", held=True)),
+    Claim(N10, r"the (\d+) it sent to the web first all did", agent_scored("agent", "web", "web_search")),
+    Claim(N10, r"the (\d+) it sent to the web first all did", agent_scored("agent", "web", "web_search", held=True)),
+    # ---- 10: native tool choice through the server (qwen-local choice_native rows)
+    *[Claim(N10, pattern, value) for pattern, value in (
+        (r"a tool call on (\d+) of the \d+ questions that needed a search", native_choice(("docs", "web"), True)),
+        (r"a tool call on \d+ of the (\d+) questions that needed a search", native_choice(("docs", "web"), False)),
+        (r"right only on the\s+(\d+) that needed none", bench("agent", "qwen-local", "choice_native", "summary",
+                                                             "direct", "k")),
+        (r"right only on the\s+(\d+) that needed none", native_choice(("direct",), False)),
+        (r"called a tool on (\d+) of\s+the \d+ labelled questions", native_choice(("docs", "web"), True)),
+        (r"called a tool on \d+ of\s+the (\d+) labelled questions", native_choice(("docs", "web"), False)))],
     *[Claim(N10, pattern, output(N10, PAIRED_10, r"not tuned on, by kind: \{[^}]*'" + kind + r"': (\d+)"))
       for pattern, kind in ((r"are (\d+) web and \d+ no-lookup", "web"),
                             (r"are \d+ web and (\d+) no-lookup", "direct"))],
