@@ -442,7 +442,7 @@ PAIRED_10 = 29  # notebook 10: agent minus CRAG, paired, in-process (local)
 
 def first_step_paired_10(i: int) -> Value:
     """Notebook 10: agent minus "always search the documents" (CRAG's fixed first step), first step right, paired over
-    the in-process run's questions: (difference, low, high)[i], as notebook 10's cell PAIRED_10 computes it."""
+    the in-process run's questions: (difference, low, high)[i], as agent_paired computes it for cell PAIRED_10."""
 
     def get() -> float:
         from rag_lib.experiments.evaluation import paired_difference
