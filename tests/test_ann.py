@@ -116,6 +116,7 @@ def test_a_refused_index_type_is_reported_with_only_its_error_logs_silenced(milv
         logging.getLogger("rag_lib").warning("other logging still works")
     assert [r.getMessage() for r in caplog.records] == ["other logging still works"]  # Lite's refusal was dropped
     assert [logging.getLogger(name).level for name in REFUSAL_LOGGERS] == levels  # and the loggers are as before
+    assert milvus.list_indexes("probe") == []  # the refused index is not left for Lite's background builder
     assert try_index_type(milvus, "probe", "HNSW", {"M": 8, "efConstruction": 16}) == "ok"
 
 
